@@ -19,10 +19,12 @@ from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.harness import driver
-from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Mem
+from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.ir.ops import OPS, by_width, spec
 from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
+from kerngen.passes import roll as roll_pass
+from kerngen.passes.check import check_encoding
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.target.files import write
 from kerngen.target.printer import body_text
@@ -200,3 +202,117 @@ def test_the_smt_proof_refuses_a_wrong_idiom():
         prove(wrong, "smt")
     with pytest.raises(LemmaError, match="not congruent"):
         prove(ScalarIdiom("plain", 3329, (("add", "r", "x", 1),), 32))  # 32-bit lanes: SMT by default
+
+
+# --- shorter encodings -------------------------------------------------------
+
+def _adds_from_tables(reads: dict[str, int], vectors: int = 8):
+    """x[v] += c for table rows c, each row read `reads[row]` times in turn:
+    a 16-bit kernel over `vectors` ymm of argument 0."""
+    b = Builder(256)
+    rows = {name: b.table(f"row_{name}", 2, [k % 7 for k in range(16 * 8)]) for name in reads}
+    order = [name for name, n in reads.items() for _ in range(n)]
+    for v, name in zip(range(vectors), order * vectors):
+        x = b.op("load", Mem(ArgBase(0), 32 * v, 32))
+        offset = 32 * (v % 8)
+        b.emit("store", Mem(ArgBase(0), 32 * v, 32), b.op("vpaddw", x, Mem(rows[name], offset if name == "far" else 0, 32)))
+    arg = ArgSpec("a", "inout", "int16_t", 2, 16 * vectors, 32)
+    contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
+    return compile_kernel(b, "kg_adds", contract, AVX2_16, modulus=3329)
+
+
+def test_a_constant_read_often_is_held_in_an_unused_register_and_stays_proven():
+    c = _adds_from_tables({"often": 1}, vectors=8)
+    body = c.kernel.body
+    def from_table(op):
+        return isinstance(op, Mem) and isinstance(op.base, TableBase)
+
+    held = [ins for ins in body if ins.op == "load" and from_table(ins.operands[1])]
+    assert len(held) == 1  # one load; the eight additions read the register
+    assert not any(from_table(op) for ins in body if ins.op == "vpaddw" for op in ins.operands)
+    assert c.contract.arg("a").ensures.bound == Bound(-1000, 1006)  # the verifier saw the same constant
+    few = _adds_from_tables({"often": 1}, vectors=4).kernel.body  # four reads: not worth a register
+    assert sum(1 for ins in few if ins.op == "vpaddw" and isinstance(ins.operands[2], Mem)) == 4
+
+
+def test_nearby_table_accesses_go_through_a_register_and_every_one_is_checked():
+    c = _adds_from_tables({"far": 1}, vectors=8)  # eight different rows of one table, 256 bytes in all
+    body, straight = list(c.kernel.body), c.kernel.executed
+    [lea] = [ins for ins in body if ins.op == "lea"]
+    pointed = [op for ins in body for op in ins.operands if isinstance(op, Mem) and op.pointer is not None]
+    assert len(pointed) == 8 and all(op.offset - op.pointer.bias in range(-128, 128) for op in pointed)
+    text = "\n".join(body_text(tuple(body), c.kernel.target))
+    assert "lea          rax, [rel row_far + 128]" in text and "[rax - 128]" in text and "[rax + 96]" in text
+    assert "[rel row_far" not in text.replace("lea          rax, [rel row_far", "")
+    assert len(straight) == len(body) - 1 and "lea" not in {ins.op for ins in straight}
+    check_encoding(body, straight, AVX2_16.abi, 1)
+    at = body.index(lea)
+    wrong_bias = dataclasses.replace(lea, operands=(lea.operands[0], dataclasses.replace(lea.operands[1], offset=0)))
+    clobber = Instr("mov", (lea.operands[0], lea.operands[0]))
+    for broken, verified, why in (
+            (body[:at] + [wrong_bias] + body[at + 1:], straight, "differs from verified instruction"),
+            (body[:at + 1] + [clobber] + body[at + 1:], straight[:at] + (clobber,) + straight[at:], "does not point"),
+            ([ins for ins in body if ins is not lea], straight, "does not point")):
+        with pytest.raises(CheckError, match=why):
+            check_encoding(broken, verified, AVX2_16.abi, 1)
+
+
+def test_a_commutative_operation_names_its_high_register_where_the_short_prefix_can():
+    lo, hi = PhysReg("vec", 2), PhysReg("vec", 9)
+    swap, keep = Instr("vpaddw", (lo, lo, hi)), Instr("vpsubw", (lo, lo, hi))
+    assert body_text((swap, keep), AVX2_16) == ["vpaddw       ymm2, ymm9, ymm2", "vpsubw       ymm2, ymm2, ymm9"]
+    x2, x9 = PhysReg("vec", 2, 128), PhysReg("vec", 9, 128)
+    assert body_text((Instr("vpaddw", (x2, x2, x9)),), SSE_16) == ["paddw        xmm2, xmm9"]  # legacy keeps its tie
+
+
+def _groups(count: int, table_stride: int):
+    """`count` groups of (load, add a table row, store), each 32 bytes further
+    into argument 0 and `table_stride` bytes further into the table."""
+    b = Builder(256)
+    rows = b.table("rows", 2, [k % 5 for k in range(16 * count)])
+    for g in range(count):
+        x = b.op("load", Mem(ArgBase(0), 32 * g, 32))
+        y = b.op("vpsubw", b.op("vpaddw", x, Mem(rows, table_stride * g, 32)), Mem(rows, table_stride * g, 32))
+        b.emit("store", Mem(ArgBase(0), 32 * g, 32), y)
+    arg = ArgSpec("a", "inout", "int16_t", 2, 16 * count, 32)
+    contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
+    return compile_kernel(b, "kg_groups", contract, AVX2_16, modulus=3329)
+
+
+def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(monkeypatch):
+    monkeypatch.setattr(roll_pass, "ROLL_ABOVE", 0)
+    monkeypatch.setattr(roll_pass, "_MIN_SAVED", 4)
+    c = _groups(16, 32)
+    body, straight = list(c.kernel.body), c.kernel.executed
+    assert c.kernel.loops == ((16, 6),)  # load, add, sub, store, and the two pointers moved
+    assert len(straight) == 16 * 4
+    text = "\n".join(body_text(c.kernel.body, c.kernel.target))
+    assert "mov          rax, 16\n.repeat1:" in text and "dec          rax\njnz          .repeat1" in text
+    assert "add          rdi, 32" in text and "add          rdi, -512" in text
+    check_encoding(body, straight, AVX2_16.abi, 1)
+    top = next(i for i, ins in enumerate(body) if ins.op == "repeat")
+    step = next(i for i, ins in enumerate(body) if ins.op == "add" and ins.operands[0].number != 7)
+    for at, ins, why in ((top, dataclasses.replace(body[top], operands=(body[top].operands[0], Imm(15),
+                                                                        body[top].operands[2])), "runs 60"),
+                         (step, dataclasses.replace(body[step], operands=(body[step].operands[0], Imm(64))),
+                          "differs from verified instruction 5")):
+        with pytest.raises(CheckError, match=why):
+            check_encoding(body[:at] + [ins] + body[at + 1:], straight, AVX2_16.abi, 1)
+    same_row = _groups(16, 0).kernel  # read 32 times: held in a register, so only the argument moves
+    assert same_row.loops == ((16, 5),) and not any(ins.op == "lea" for ins in same_row.body)
+
+
+def test_only_the_kernels_beyond_the_uop_cache_are_rolled():
+    def rolled(name: str) -> set[str]:
+        """The functions of a shipped bundle that hold a loop."""
+        found, function = set(), None
+        for line in (REPO / f"generated/{name}/{name}.asm").read_text().splitlines():
+            if line.startswith("kg_") and line.endswith(":"):
+                function = line[:-1]
+            elif line.strip().startswith("jnz"):
+                found.add(function)
+        return found
+
+    assert {"kg_nfl1073479681_ntt_forward_avx2", "kg_nfl1073479681_ntt_inverse_avx2"} <= rolled("nfl-1073479681")
+    assert not rolled("kyber-3329") and not rolled("mlkem-3329")
+    assert rolled("dilithium-8380417") == {"kg_dilithium8380417_ntt_forward_sse", "kg_dilithium8380417_ntt_inverse_sse"}

@@ -369,7 +369,7 @@ section .text
 ;   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -383,7 +383,8 @@ kg_ctru3457_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -402,208 +403,212 @@ kg_ctru3457_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 0
+    vpmullw      ymm8, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpaddw       ymm10, ymm8, ymm2                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
-    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpaddw       ymm11, ymm8, ymm3                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
-    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpaddw       ymm12, ymm8, ymm4                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
-    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpaddw       ymm13, ymm8, ymm5                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm14, [rax - 96]
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
+    vpmullw      ymm4, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm8, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm9, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm10, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm11, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm7, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm7, ymm15, [rax + 96]
+    vpmulhw      ymm15, ymm15, [rax + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm13, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 384] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 256
+    vpmullw      ymm14, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 256]
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm12, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 448]
+    vpmullw      ymm6, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 640] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 576]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 640]
+    vpmullw      ymm14, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 704]
+    vpmullw      ymm8, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 896] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 768
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 832]
+    vpmullw      ymm9, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -626,54 +631,56 @@ kg_ctru3457_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 960]
+    vpmullw      ymm4, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
     vmovdqu      ymm9, [rel pw_3457]                 ; reload
-    vpmulhw      ymm4, ymm4, ymm9
+    vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1024]
-    vpmulhw      ymm5, ymm5, ymm9
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 1024
+    vpmullw      ymm5, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1088]
+    vpmullw      ymm13, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1152]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1216]
+    vpmullw      ymm11, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 1280
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1344]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1408]
+    vpmullw      ymm8, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -696,54 +703,56 @@ kg_ctru3457_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1472]
+    vpmullw      ymm9, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm14                   ; spill
     vmovdqu      ymm14, [rel pw_3457]                ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 1536
+    vpmullw      ymm8, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1600]
-    vpmulhw      ymm6, ymm6, ymm14
+    vpmullw      ymm6, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmulhw      ymm6, ymm14, ymm6
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1696]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1664]
-    vpmulhw      ymm7, ymm7, ymm14
+    vpmullw      ymm7, ymm15, [rax + 32]
+    vpmulhw      ymm15, ymm15, [rax]
+    vpmulhw      ymm7, ymm14, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1728]
+    vpmullw      ymm15, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_ctru3457_ntt_forward_twiddles_avx2 near byte 1792
+    vpmullw      ymm13, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
     vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1856]
+    vpmullw      ymm11, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1920]
+    vpmullw      ymm12, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
@@ -815,7 +824,7 @@ kg_ctru3457_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_basemul_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
 align 32
@@ -825,7 +834,8 @@ kg_ctru3457_basemul_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 224
-    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 32]
     vmovdqu      ymm3, [rsi + 64]
@@ -834,79 +844,80 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 32]
     vmovdqu      ymm7, [rdx + 64]
     vmovdqu      ymm8, [rdx + 96]
-    vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm7, [rel pw_12929]
-    vpmullw      ymm11, ymm6, [rel pw_12929]
-    vpmullw      ymm12, ymm8, [rel pw_12929]
-    vpmullw      ymm13, ymm1, ymm9
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    vpmullw      ymm9, ymm5, [rax - 128]
+    vpmullw      ymm10, ymm7, [rax - 128]
+    vpmullw      ymm11, ymm6, [rax - 128]
+    vpmullw      ymm12, ymm8, [rax - 128]
+    vpmullw      ymm13, ymm9, ymm1
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm1, ymm10
+    vpmullw      ymm14, ymm10, ymm1
     vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm1, ymm11
+    vpmullw      ymm15, ymm11, ymm1
     vmovdqa      [rsp], ymm13                        ; spill
     vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm1, ymm12
-    vpmulhw      ymm1, ymm1, ymm8
+    vpmullw      ymm15, ymm12, ymm1
+    vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm9
+    vpmullw      ymm15, ymm9, ymm3
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm10
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm11
+    vpmullw      ymm15, ymm11, ymm3
     vmovdqa      [rsp + 96], ymm13                   ; spill
     vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm12
-    vpmulhw      ymm3, ymm3, ymm8
+    vpmullw      ymm15, ymm12, ymm3
+    vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm9, ymm2
     vmovdqa      [rsp + 128], ymm3                   ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm10
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 160], ymm13                  ; spill
     vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm11
+    vpmullw      ymm15, ymm11, ymm2
     vmovdqa      [rsp + 192], ymm13                  ; spill
     vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
+    vpmullw      ymm15, ymm12, ymm2
+    vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm4, ymm9
+    vpmullw      ymm9, ymm9, ymm4
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm4, ymm10
+    vpmullw      ymm9, ymm10, ymm4
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm4, ymm11
+    vpmullw      ymm9, ymm11, ymm4
     vpmulhw      ymm6, ymm4, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm12
-    vpmulhw      ymm4, ymm4, ymm8
+    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm4, ymm8, ymm4
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm1, ymm14, ymm1
@@ -921,41 +932,56 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm13
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm6, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm2, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm4, ymm2
     vpaddw       ymm2, ymm3, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm5, ymm3
     vmovdqu      [rdi], ymm6
     vmovdqu      [rdi + 32], ymm2
@@ -969,79 +995,80 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 160]
     vmovdqu      ymm7, [rdx + 192]
     vmovdqu      ymm8, [rdx + 224]
-    vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm7, [rel pw_12929]
-    vpmullw      ymm11, ymm6, [rel pw_12929]
-    vpmullw      ymm12, ymm8, [rel pw_12929]
-    vpmullw      ymm13, ymm1, ymm9
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    vpmullw      ymm9, ymm5, [rax - 128]
+    vpmullw      ymm10, ymm7, [rax - 128]
+    vpmullw      ymm11, ymm6, [rax - 128]
+    vpmullw      ymm12, ymm8, [rax - 128]
+    vpmullw      ymm13, ymm9, ymm1
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm1, ymm10
+    vpmullw      ymm14, ymm10, ymm1
     vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm1, ymm11
+    vpmullw      ymm15, ymm11, ymm1
     vmovdqa      [rsp], ymm13                        ; spill
     vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm1, ymm12
-    vpmulhw      ymm1, ymm1, ymm8
+    vpmullw      ymm15, ymm12, ymm1
+    vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm9
+    vpmullw      ymm15, ymm9, ymm3
     vmovdqa      [rsp + 128], ymm1                   ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm10
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 192], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm11
+    vpmullw      ymm15, ymm11, ymm3
     vmovdqa      [rsp + 160], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm12
-    vpmulhw      ymm3, ymm3, ymm8
+    vpmullw      ymm15, ymm12, ymm3
+    vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm9, ymm2
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm10
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 96], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm11
+    vpmullw      ymm15, ymm11, ymm2
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
+    vpmullw      ymm15, ymm12, ymm2
+    vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm4, ymm9
+    vpmullw      ymm9, ymm9, ymm4
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm4, ymm10
+    vpmullw      ymm9, ymm10, ymm4
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm4, ymm11
+    vpmullw      ymm9, ymm11, ymm4
     vpmulhw      ymm6, ymm4, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm12
-    vpmulhw      ymm4, ymm4, ymm8
+    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm4, ymm8, ymm4
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm1, ymm14, ymm1
@@ -1056,41 +1083,56 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm13
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
+    vpmullw      ymm6, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
+    vpmullw      ymm2, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm4, ymm2
     vpaddw       ymm2, ymm3, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm5, ymm3
     vmovdqu      [rdi + 128], ymm6
     vmovdqu      [rdi + 160], ymm2
@@ -1104,79 +1146,80 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 288]
     vmovdqu      ymm7, [rdx + 320]
     vmovdqu      ymm8, [rdx + 352]
-    vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm7, [rel pw_12929]
-    vpmullw      ymm11, ymm6, [rel pw_12929]
-    vpmullw      ymm12, ymm8, [rel pw_12929]
-    vpmullw      ymm13, ymm1, ymm9
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    vpmullw      ymm9, ymm5, [rax - 128]
+    vpmullw      ymm10, ymm7, [rax - 128]
+    vpmullw      ymm11, ymm6, [rax - 128]
+    vpmullw      ymm12, ymm8, [rax - 128]
+    vpmullw      ymm13, ymm9, ymm1
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm1, ymm10
+    vpmullw      ymm14, ymm10, ymm1
     vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm1, ymm11
+    vpmullw      ymm15, ymm11, ymm1
     vmovdqa      [rsp], ymm13                        ; spill
     vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm1, ymm12
-    vpmulhw      ymm1, ymm1, ymm8
+    vpmullw      ymm15, ymm12, ymm1
+    vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm9
+    vpmullw      ymm15, ymm9, ymm3
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm10
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm11
+    vpmullw      ymm15, ymm11, ymm3
     vmovdqa      [rsp + 96], ymm13                   ; spill
     vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm12
-    vpmulhw      ymm3, ymm3, ymm8
+    vpmullw      ymm15, ymm12, ymm3
+    vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm9, ymm2
     vmovdqa      [rsp + 128], ymm3                   ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm10
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 160], ymm13                  ; spill
     vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm11
+    vpmullw      ymm15, ymm11, ymm2
     vmovdqa      [rsp + 192], ymm13                  ; spill
     vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
+    vpmullw      ymm15, ymm12, ymm2
+    vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm4, ymm9
+    vpmullw      ymm9, ymm9, ymm4
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm4, ymm10
+    vpmullw      ymm9, ymm10, ymm4
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm4, ymm11
+    vpmullw      ymm9, ymm11, ymm4
     vpmulhw      ymm6, ymm4, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm12
-    vpmulhw      ymm4, ymm4, ymm8
+    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm4, ymm8, ymm4
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm1, ymm14, ymm1
@@ -1191,41 +1234,56 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm13
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
+    vpmullw      ymm6, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
+    vpmullw      ymm2, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm4, ymm2
     vpaddw       ymm2, ymm3, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm5, ymm3
     vmovdqu      [rdi + 256], ymm6
     vmovdqu      [rdi + 288], ymm2
@@ -1239,79 +1297,80 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 416]
     vmovdqu      ymm7, [rdx + 448]
     vmovdqu      ymm8, [rdx + 480]
-    vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm7, [rel pw_12929]
-    vpmullw      ymm11, ymm6, [rel pw_12929]
-    vpmullw      ymm12, ymm8, [rel pw_12929]
-    vpmullw      ymm13, ymm1, ymm9
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    vpmullw      ymm9, ymm5, [rax - 128]
+    vpmullw      ymm10, ymm7, [rax - 128]
+    vpmullw      ymm11, ymm6, [rax - 128]
+    vpmullw      ymm12, ymm8, [rax - 128]
+    vpmullw      ymm13, ymm9, ymm1
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm1, ymm10
+    vpmullw      ymm14, ymm10, ymm1
     vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm1, ymm11
+    vpmullw      ymm15, ymm11, ymm1
     vmovdqa      [rsp], ymm13                        ; spill
     vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm1, ymm12
-    vpmulhw      ymm1, ymm1, ymm8
+    vpmullw      ymm15, ymm12, ymm1
+    vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm9
+    vpmullw      ymm15, ymm9, ymm3
     vmovdqa      [rsp + 128], ymm1                   ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm3, ymm10
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 192], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm11
+    vpmullw      ymm15, ymm11, ymm3
     vmovdqa      [rsp + 160], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm3, ymm12
-    vpmulhw      ymm3, ymm3, ymm8
+    vpmullw      ymm15, ymm12, ymm3
+    vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm9, ymm2
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm2, ymm10
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 96], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm11
+    vpmullw      ymm15, ymm11, ymm2
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
+    vpmullw      ymm15, ymm12, ymm2
+    vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm4, ymm9
+    vpmullw      ymm9, ymm9, ymm4
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm4, ymm10
+    vpmullw      ymm9, ymm10, ymm4
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm4, ymm11
+    vpmullw      ymm9, ymm11, ymm4
     vpmulhw      ymm6, ymm4, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm12
-    vpmulhw      ymm4, ymm4, ymm8
+    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm4, ymm8, ymm4
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm1, ymm14, ymm1
@@ -1326,26 +1385,34 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm13
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 320] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 192
+    vpmullw      ymm6, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 320] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 192
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
@@ -1355,12 +1422,12 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm0, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm0, ymm0, ymm2
     vpmulhw      ymm2, ymm5, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm5, ymm2
     vmovdqu      [rdi + 384], ymm6
     vmovdqu      [rdi + 416], ymm0
@@ -1380,7 +1447,7 @@ kg_ctru3457_basemul_avx2:
 ;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 3 vector reductions
@@ -1396,7 +1463,8 @@ kg_ctru3457_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -1484,72 +1552,92 @@ kg_ctru3457_ntt_inverse_avx2:
     vpblendd     ymm0, ymm10, ymm0, 170
     vpaddw       ymm10, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 32]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 0
+    vpmullw      ymm13, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vmovdqa      [rsp + 32], ymm0                    ; spill
-    vmovdqu      ymm0, [rel pw_3457]                 ; reload
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; reload
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm3, ymm3, ymm13
-    vpmullw      ymm13, ymm10, [rel pw_m19412]
-    vpmulhw      ymm10, ymm10, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm13, ymm10, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm14, ymm1                  ; layer 5
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 96]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 64]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 64
+    vpmullw      ymm14, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
-    vpmullw      ymm14, ymm13, [rel pw_m19412]
-    vpmulhw      ymm13, ymm13, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm14, ymm13, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm13, ymm13, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 5
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 128]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm4, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm14, [rel pw_m19412]
-    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm4, ymm14, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm7, ymm5                   ; layer 5
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 224]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 192]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm7, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm14, [rel pw_m19412]
-    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm7, ymm14, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm14, ymm7
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 5
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 288]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm8, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm14, [rel pw_m19412]
-    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm8, ymm14, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm11, ymm9                  ; layer 5
     vpsubw       ymm9, ymm11, ymm9
-    vpmullw      ymm11, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 352]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm11, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
-    vpmullw      ymm11, ymm14, [rel pw_m19412]
-    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    vpmullw      ymm11, ymm14, [rax - 128]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vmovdqa      ymm14, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm9                    ; spill
     vpaddw       ymm9, ymm14, ymm12                  ; layer 5
     vpsubw       ymm12, ymm14, ymm12
-    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 416]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 384]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm14, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vpmullw      ymm14, ymm9, [rel pw_m19412]
@@ -1559,8 +1647,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 5
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vpmullw      ymm9, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 480]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 448]
+    vpmullw      ymm9, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpmullw      ymm15, ymm14, [rel pw_m19412]
@@ -1588,32 +1676,33 @@ kg_ctru3457_ntt_inverse_avx2:
     vpunpckhqdq  ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm15, ymm3                  ; layer 4
     vpsubw       ymm3, ymm15, ymm3
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 544]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 512]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm10, ymm1                  ; layer 4
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 608]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 576]
+    vpmullw      ymm10, ymm1, [rax + 96]
+    vpmulhw      ymm1, ymm1, [rax + 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm13, ymm2                  ; layer 4
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 640]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm13, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm4, ymm5                   ; layer 4
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 736]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm7, ymm6                    ; layer 4
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 800]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 768]
+    vpmullw      ymm7, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
@@ -1621,20 +1710,21 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm5, ymm7, [rsp]                   ; layer 4
     vpsubw       ymm7, ymm7, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 864]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 832]
+    vpmullw      ymm5, ymm7, [rax + 96]
+    vpmulhw      ymm7, ymm7, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm11, ymm8                   ; layer 4
     vpsubw       ymm8, ymm11, ymm8
-    vpmullw      ymm11, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 928]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 896]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 896
+    vpmullw      ymm11, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
     vpaddw       ymm11, ymm12, ymm9                  ; layer 4
     vpsubw       ymm9, ymm12, ymm9
-    vpmullw      ymm12, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 992]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 960]
+    vpmullw      ymm12, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vperm2i128   ymm12, ymm14, ymm3, 32
@@ -1659,71 +1749,73 @@ kg_ctru3457_ntt_inverse_avx2:
     vperm2i128   ymm9, ymm11, ymm9, 49
     vpaddw       ymm11, ymm12, ymm3                  ; layer 3
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1056]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1024]
+    vpmullw      ymm12, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm3, ymm3, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 3
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1120]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1088]
+    vpmullw      ymm14, ymm1, [rax + 96]
+    vpmulhw      ymm1, ymm1, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
     vpaddw       ymm14, ymm15, ymm2                  ; layer 3
     vpsubw       ymm2, ymm15, ymm2
-    vpmullw      ymm15, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1184]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmullw      ymm15, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 3
     vpsubw       ymm10, ymm10, [rsp + 64]
     vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpmullw      ymm2, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1248]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1216]
+    vpmullw      ymm2, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm10, ymm2
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm10, ymm6                   ; layer 3
     vpsubw       ymm6, ymm10, ymm6
-    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1280]
+    vpmullw      ymm10, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm4, ymm5                   ; layer 3
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1344]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm13, ymm7                   ; layer 3
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1440]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1408]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm13, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm7, ymm7, ymm13
     vpaddw       ymm13, ymm8, ymm9                   ; layer 3
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1504]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1472]
+    vpmullw      ymm9, ymm8, [rax - 32]
+    vpmulhw      ymm8, ymm8, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm11, ymm12                  ; layer 2
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1568]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536]
+    vpmullw      ymm12, ymm11, [rax + 32]
+    vpmulhw      ymm11, ymm11, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm3, ymm1                   ; layer 2
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm14, ymm15                  ; layer 2
     vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1632]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1600]
+    vpmullw      ymm15, ymm14, [rax + 96]
+    vpmulhw      ymm14, ymm14, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vmovdqa      ymm15, [rsp + 64]                   ; reload
@@ -1731,65 +1823,70 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm1, ymm15, [rsp]                  ; layer 2
     vpsubw       ymm15, ymm15, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1632]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1600]
+    vpmullw      ymm11, ymm15, [rax + 96]
+    vpmulhw      ymm15, ymm15, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
-    vpaddw       ymm15, ymm2, ymm10                  ; layer 2
+    vpaddw       ymm15, ymm10, ymm2                  ; layer 2
     vpsubw       ymm2, ymm2, ymm10
-    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmullw      ymm10, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpaddw       ymm10, ymm6, ymm4                   ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1664]
+    vpmullw      ymm6, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm13                   ; layer 2
+    vpaddw       ymm6, ymm13, ymm5                   ; layer 2
     vpsubw       ymm5, ymm5, ymm13
-    vpmullw      ymm13, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1728]
+    vpmullw      ymm13, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm5, ymm5, ymm13
-    vpaddw       ymm13, ymm7, ymm8                   ; layer 2
+    vpaddw       ymm13, ymm8, ymm7                   ; layer 2
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1728]
+    vpmullw      ymm8, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_19412]          ; barrett: before layer 1
-    vpaddw       ymm8, ymm8, [rel pw_512]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    vpmulhw      ymm8, ymm9, [rax - 128]             ; barrett: before layer 1
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsraw       ymm8, ymm8, 10
-    vpmullw      ymm8, ymm8, [rel pw_3457]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm8, ymm3                    ; layer 1
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmullw      ymm8, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm12, ymm1                   ; layer 1
     vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpaddw       ymm1, ymm12, ymm14                  ; layer 1
     vpsubw       ymm12, ymm12, ymm14
-    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
+    vpmullw      ymm14, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vmovdqa      ymm14, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm12                        ; spill
     vpaddw       ymm12, ymm14, ymm11                 ; layer 1
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
+    vpmullw      ymm14, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm11, ymm11, ymm14
     vpmulhw      ymm14, ymm15, [rel pw_19412]        ; barrett: before layer 1
@@ -1799,26 +1896,26 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm14, ymm6                  ; layer 1
     vpsubw       ymm6, ymm14, ymm6
-    vpmullw      ymm14, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm14, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm6, ymm6, ymm14
     vpaddw       ymm14, ymm10, ymm13                 ; layer 1
     vpsubw       ymm10, ymm10, ymm13
-    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm13, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm2, ymm5                   ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm5, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm7                    ; layer 1
     vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm7, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpmulhw      ymm7, ymm9, [rel pw_19412]          ; barrett: before layer 0
@@ -1826,56 +1923,56 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3457]
     vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm15                   ; layer 0
+    vpaddw       ymm9, ymm15, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm15
-    vpmullw      ymm15, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm15, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm7, ymm7, ymm15
     vpaddw       ymm15, ymm8, ymm14                  ; layer 0
     vpsubw       ymm8, ymm8, ymm14
-    vpmullw      ymm14, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm14, ymm8, [rax + 32]
+    vpmulhw      ymm8, ymm8, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm8, ymm8, ymm14
-    vpaddw       ymm14, ymm1, ymm13                  ; layer 0
+    vpaddw       ymm14, ymm13, ymm1                  ; layer 0
     vpsubw       ymm1, ymm1, ymm13
-    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm13, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm12, ymm5                  ; layer 0
     vpsubw       ymm5, ymm12, ymm5
-    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm3, ymm6                   ; layer 0
     vpsubw       ymm3, ymm3, ymm6
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm6, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vmovdqa      ymm6, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
-    vpaddw       ymm3, ymm6, ymm10                   ; layer 0
+    vpaddw       ymm3, ymm10, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm10, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm6                    ; spill
     vpaddw       ymm6, ymm10, ymm2                   ; layer 0
     vpsubw       ymm2, ymm10, ymm2
-    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm10, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpaddw       ymm10, ymm11, ymm4                  ; layer 0
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
+    vpmullw      ymm11, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm0, ymm11, ymm0
     vpsubw       ymm0, ymm4, ymm0
     vmovdqu      [rdi], ymm9
@@ -1909,122 +2006,125 @@ kg_ctru3457_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
 align 32
 kg_ctru3457_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_19412]                ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_512]                  ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2038,15 +2138,16 @@ kg_ctru3457_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
 align 32
 kg_ctru3457_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm3, [rel pw_4095]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2055,7 +2156,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2064,7 +2165,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2073,7 +2174,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2082,7 +2183,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2091,7 +2192,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2100,7 +2201,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2109,7 +2210,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2118,7 +2219,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2127,7 +2228,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2136,7 +2237,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2145,7 +2246,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2154,7 +2255,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2163,7 +2264,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2172,7 +2273,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2181,7 +2282,7 @@ kg_ctru3457_reduce_special_avx2:
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 7
     vpaddw       ymm0, ymm0, ymm2
@@ -2199,170 +2300,173 @@ kg_ctru3457_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
 align 32
 kg_ctru3457_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_3457]                 ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_19412]                ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3457]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2376,12 +2480,13 @@ kg_ctru3457_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_avx2.end - kg_ctru3457_mulmod_shoup_avx2)
 align 32
 kg_ctru3457_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2390,7 +2495,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2400,7 +2505,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2410,7 +2515,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2420,7 +2525,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2430,7 +2535,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2440,7 +2545,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2450,7 +2555,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2460,7 +2565,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2470,7 +2575,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2480,7 +2585,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2490,7 +2595,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2500,7 +2605,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2510,7 +2615,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2520,7 +2625,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2530,7 +2635,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2540,7 +2645,7 @@ kg_ctru3457_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2554,12 +2659,14 @@ kg_ctru3457_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_avx2.end - kg_ctru3457_muladd_shoup_avx2)
 align 32
 kg_ctru3457_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_6914]                 ; held in a register: read 16 times
+    vmovdqu      ymm5, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2570,9 +2677,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2584,9 +2691,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2598,9 +2705,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2612,9 +2719,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2626,9 +2733,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2640,9 +2747,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2654,9 +2761,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2668,9 +2775,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2682,9 +2789,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2696,9 +2803,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2710,9 +2817,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2724,9 +2831,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2738,9 +2845,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2752,9 +2859,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2766,9 +2873,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2780,9 +2887,9 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_6914]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3457]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2797,7 +2904,7 @@ kg_ctru3457_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -2811,17 +2918,19 @@ kg_ctru3457_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3457
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 128] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2841,11 +2950,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2865,11 +2974,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2889,11 +2998,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2913,11 +3022,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2937,11 +3046,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2961,11 +3070,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2985,11 +3094,11 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -3023,12 +3132,12 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -3040,11 +3149,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -3056,11 +3165,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3072,13 +3181,13 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm13, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -3094,11 +3203,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm14, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -3110,11 +3219,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3126,11 +3235,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm13, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -3144,11 +3253,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -3164,11 +3273,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 384] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 304]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 256]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -3180,11 +3290,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 352]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 368]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 320]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 336]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -3196,11 +3306,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 432]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 384]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 400]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -3214,11 +3324,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 480]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm6, xmm13
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 496]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 448]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 464]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm1, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -3234,11 +3344,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 640] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 560]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 512]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 528]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm4, xmm5
@@ -3250,11 +3361,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 608]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 624]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 576]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 592]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm4, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -3266,11 +3377,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 672]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 688]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 640]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 656]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -3286,11 +3397,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 736]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 752]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 704]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 720]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -3330,13 +3441,15 @@ kg_ctru3457_ntt_forward_sse:
     punpckhwd    xmm10, xmm2
     punpckhwd    xmm0, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 800]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 896] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 768
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm13
-    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 816]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 768]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 784]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    movdqu       xmm12, [rel pw_3457]                ; reload
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3348,11 +3461,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 864]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 960] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 832
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 880]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 832]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 848]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3366,11 +3480,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 928]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 944]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 896]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 912]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3384,11 +3498,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 992]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1008]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 960]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 976]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3492,12 +3606,12 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm7, [rax + 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqu       xmm15, [rel pw_3457]                ; reload
     pmulhw       xmm7, xmm15
@@ -3511,11 +3625,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -3527,11 +3641,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm10, [rax + 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm12, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3543,13 +3657,13 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm12, [rax + 96]
     movdqa       xmm13, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm14, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm12, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -3565,11 +3679,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1120]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1216] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1088
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1136]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1088]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1104]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -3581,11 +3696,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1120]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1136]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1088]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1104]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3597,11 +3712,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1184]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1200]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1152]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1168]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm1, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -3615,11 +3730,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1184]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1200]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1152]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1168]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -3635,11 +3750,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1248]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1264]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1216]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1232]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm2, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -3651,11 +3766,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -3667,11 +3782,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1376]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1472] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1344
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -3685,11 +3801,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm5, xmm12
-    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm0, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -3705,11 +3821,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1504]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1520]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1472]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1488]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -3721,11 +3837,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1568]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm11, [rax + 64]
+    pmulhw       xmm7, [rax + 80]
     pmulhw       xmm3, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -3737,11 +3853,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1632]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1728] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1600
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1648]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1600]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1616]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -3757,11 +3874,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1696]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1712]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1664]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -3801,11 +3918,11 @@ kg_ctru3457_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1760]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1776]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1728]
-    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm1, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm12, [rax + 16]
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqu       xmm11, [rel pw_3457]                ; reload
     pmulhw       xmm0, xmm11
@@ -3819,11 +3936,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1824]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1840]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1792]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1808]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm4, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm3, xmm4
@@ -3837,11 +3954,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1888]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1984] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1856
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1904]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1856]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1872]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm3, xmm11
     pmulhw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -3855,11 +3973,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1952]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm10, xmm15
-    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1968]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1920]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1936]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm6, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -3958,7 +4076,7 @@ kg_ctru3457_ntt_forward_sse:
 ;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_basemul_sse:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
 align 32
@@ -3968,7 +4086,8 @@ kg_ctru3457_basemul_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 992
-    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3457
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rsi + 32]
@@ -3988,28 +4107,29 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm8, [rdx + 112]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel pw_12929]
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_12929 + 16]
+    pmullw       xmm4, [rax - 112]
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel pw_12929]
+    pmullw       xmm3, [rax - 128]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm14
-    pmullw       xmm6, [rel pw_12929 + 16]
+    pmullw       xmm6, [rax - 112]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
+    pmullw       xmm5, [rax - 128]
     movdqa       [rsp + 192], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel pw_12929 + 16]
+    pmullw       xmm11, [rax - 112]
     movdqa       [rsp + 224], xmm12                  ; spill
     movdqa       xmm12, xmm15
-    pmullw       xmm12, [rel pw_12929]
+    pmullw       xmm12, [rax - 128]
     movdqa       [rsp + 256], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel pw_12929 + 16]
+    pmullw       xmm15, [rax - 112]
     movdqa       [rsp + 288], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
@@ -4246,11 +4366,12 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 352]                   ; reload
     paddw        xmm3, xmm6
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 128] ; addresses kg_ctru3457_basemul_zetas_sse near byte 0
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm6
@@ -4260,23 +4381,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 416]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm9, [rel pw_512 + 16]
+    pmulhw       xmm9, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm9, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 128] ; addresses kg_ctru3457_basemul_zetas_sse near byte 0
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
-    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm4
@@ -4284,23 +4409,27 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    pmulhw       xmm1, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm1, [rax - 128]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm1, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 128] ; addresses kg_ctru3457_basemul_zetas_sse near byte 0
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 48]
-    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm1
@@ -4310,27 +4439,33 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 864]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi], xmm6
@@ -4360,28 +4495,29 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm8, [rdx + 240]
     movdqa       [rsp + 832], xmm7                   ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel pw_12929]
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       [rsp + 416], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_12929 + 16]
+    pmullw       xmm4, [rax - 112]
     movdqa       [rsp + 448], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel pw_12929]
+    pmullw       xmm3, [rax - 128]
     movdqa       [rsp + 352], xmm6                   ; spill
     movdqa       xmm6, xmm14
-    pmullw       xmm6, [rel pw_12929 + 16]
+    pmullw       xmm6, [rax - 112]
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
+    pmullw       xmm5, [rax - 128]
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel pw_12929 + 16]
+    pmullw       xmm11, [rax - 112]
     movdqa       [rsp + 928], xmm12                  ; spill
     movdqa       xmm12, xmm15
-    pmullw       xmm12, [rel pw_12929]
+    pmullw       xmm12, [rax - 128]
     movdqa       [rsp + 960], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel pw_12929 + 16]
+    pmullw       xmm15, [rax - 112]
     movdqa       [rsp + 800], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
@@ -4618,11 +4754,12 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 576]                   ; reload
     paddw        xmm3, xmm6
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 192] ; addresses kg_ctru3457_basemul_zetas_sse near byte 64
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm6
@@ -4632,23 +4769,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 736]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm9, [rel pw_512 + 16]
+    pmulhw       xmm9, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm9, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 192] ; addresses kg_ctru3457_basemul_zetas_sse near byte 64
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
-    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm4
@@ -4656,23 +4797,27 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    pmulhw       xmm1, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm1, [rax - 128]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm1, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 192] ; addresses kg_ctru3457_basemul_zetas_sse near byte 64
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 112]
-    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm1
@@ -4682,27 +4827,33 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 384]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi + 128], xmm6
@@ -4732,28 +4883,29 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm8, [rdx + 368]
     movdqa       [rsp + 192], xmm7                   ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel pw_12929]
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       [rsp + 736], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_12929 + 16]
+    pmullw       xmm4, [rax - 112]
     movdqa       [rsp + 608], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel pw_12929]
+    pmullw       xmm3, [rax - 128]
     movdqa       [rsp + 576], xmm6                   ; spill
     movdqa       xmm6, xmm14
-    pmullw       xmm6, [rel pw_12929 + 16]
+    pmullw       xmm6, [rax - 112]
     movdqa       [rsp + 352], xmm5                   ; spill
     movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
+    pmullw       xmm5, [rax - 128]
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel pw_12929 + 16]
+    pmullw       xmm11, [rax - 112]
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
-    pmullw       xmm12, [rel pw_12929]
+    pmullw       xmm12, [rax - 128]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel pw_12929 + 16]
+    pmullw       xmm15, [rax - 112]
     movdqa       [rsp + 224], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
@@ -4990,11 +5142,12 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 480]                   ; reload
     paddw        xmm3, xmm6
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 256] ; addresses kg_ctru3457_basemul_zetas_sse near byte 128
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm6
@@ -5004,23 +5157,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 256]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm9, [rel pw_512 + 16]
+    pmulhw       xmm9, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm9, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 256] ; addresses kg_ctru3457_basemul_zetas_sse near byte 128
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
-    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm4
@@ -5028,23 +5185,27 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    pmulhw       xmm1, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm1, [rax - 128]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm1, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 256] ; addresses kg_ctru3457_basemul_zetas_sse near byte 128
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 176]
-    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm1
@@ -5054,27 +5215,33 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 896]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
+    pmulhw       xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi + 256], xmm6
@@ -5104,28 +5271,29 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm8, [rdx + 496]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel pw_12929]
+    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       [rsp + 256], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_12929 + 16]
+    pmullw       xmm4, [rax - 112]
     movdqa       [rsp + 704], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel pw_12929]
+    pmullw       xmm3, [rax - 128]
     movdqa       [rsp + 480], xmm6                   ; spill
     movdqa       xmm6, xmm14
-    pmullw       xmm6, [rel pw_12929 + 16]
+    pmullw       xmm6, [rax - 112]
     movdqa       [rsp + 576], xmm5                   ; spill
     movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
+    pmullw       xmm5, [rax - 128]
     movdqa       [rsp + 352], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel pw_12929 + 16]
+    pmullw       xmm11, [rax - 112]
     movdqa       [rsp + 416], xmm12                  ; spill
     movdqa       xmm12, xmm15
-    pmullw       xmm12, [rel pw_12929]
+    pmullw       xmm12, [rax - 128]
     movdqa       [rsp + 448], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel pw_12929 + 16]
+    pmullw       xmm15, [rax - 112]
     movdqa       [rsp + 928], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
@@ -5362,11 +5530,12 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 768]                   ; reload
     paddw        xmm3, xmm6
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 320] ; addresses kg_ctru3457_basemul_zetas_sse near byte 192
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm6
@@ -5376,23 +5545,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 960]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    pmulhw       xmm4, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm4, [rax - 128]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm9, [rel pw_512 + 16]
+    pmulhw       xmm9, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm9, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 320] ; addresses kg_ctru3457_basemul_zetas_sse near byte 192
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
-    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm4
@@ -5400,23 +5573,27 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    pmulhw       xmm1, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm1, [rax - 128]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm1, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 320] ; addresses kg_ctru3457_basemul_zetas_sse near byte 192
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 240]
-    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm1
@@ -5426,15 +5603,18 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 320]                   ; reload
     paddw        xmm1, xmm7
     movdqa       xmm3, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm3, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm3, [rax - 128]
     movdqa       xmm4, xmm1
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
+    pmulhw       xmm4, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm4, [rax - 112]
     psraw        xmm3, 10
     psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     psubw        xmm0, xmm3
     psubw        xmm1, xmm4
     movdqa       xmm3, xmm15                         ; barrett: the output range asked for
@@ -5445,8 +5625,8 @@ kg_ctru3457_basemul_sse:
     paddw        xmm4, [rel pw_512 + 16]
     psraw        xmm3, 10
     psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     psubw        xmm15, xmm3
     psubw        xmm12, xmm4
     movdqu       [rdi + 384], xmm6
@@ -5470,7 +5650,7 @@ kg_ctru3457_basemul_sse:
 ;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 3 vector reductions
@@ -5486,7 +5666,8 @@ kg_ctru3457_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3457
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -5621,22 +5802,26 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm15, xmm0
     psubw        xmm13, xmm12
     movdqa       xmm0, xmm15
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 128] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 0
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm10, xmm13
-    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 48]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 16]
-    movdqu       xmm12, [rel pw_3457]                ; reload
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm15, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm15, xmm0
     psubw        xmm13, xmm10
     movdqa       xmm0, xmm6
-    pmullw       xmm0, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm10, xmm7
-    pmullw       xmm10, [rel pw_m19412 + 16]
-    pmulhw       xmm6, [rel pw_1580]
-    pmulhw       xmm7, [rel pw_1580 + 16]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm6, xmm0
@@ -5648,21 +5833,24 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm1
     psubw        xmm5, xmm2
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 192] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 64
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 112]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 64]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 80]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm14, xmm1
     psubw        xmm5, xmm2
     movdqa       xmm1, xmm0
-    pmullw       xmm1, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm1, [rax - 128]
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel pw_m19412 + 16]
-    pmulhw       xmm0, [rel pw_1580]
-    pmulhw       xmm10, [rel pw_1580 + 16]
+    pmullw       xmm2, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm0, xmm1
@@ -5676,22 +5864,25 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm11, [rsp + 160]
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 160]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 256] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 128
+    pmullw       xmm8, [rax - 96]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm11
-    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 176]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 128]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 144]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm1, xmm8
     psubw        xmm11, xmm10
     movdqa       xmm8, xmm2
-    pmullw       xmm8, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm8, [rax - 128]
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rel pw_m19412 + 16]
-    pmulhw       xmm2, [rel pw_1580]
-    pmulhw       xmm5, [rel pw_1580 + 16]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm8, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm2, xmm8
@@ -5705,21 +5896,24 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm8, xmm9
     psubw        xmm3, xmm4
     movdqa       xmm4, xmm8
-    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 224]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 320] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 192
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 240]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 208]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm8, xmm4
     psubw        xmm3, xmm9
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm4, [rax - 128]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel pw_m19412 + 16]
-    pmulhw       xmm10, [rel pw_1580]
-    pmulhw       xmm11, [rel pw_1580 + 16]
+    pmullw       xmm9, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm4, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm10, xmm4
@@ -5759,11 +5953,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm4, xmm6
     psubw        xmm9, xmm7
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 288]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 384] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 256
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 304]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 256]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 272]
+    pmullw       xmm7, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm7, xmm12
     psubw        xmm4, xmm6
@@ -5777,11 +5972,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm0
     psubw        xmm13, xmm15
     movdqa       xmm0, xmm6
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 352]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 368]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 320]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 336]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm0, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm0
@@ -5795,11 +5990,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm14, xmm5
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 416]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm5, xmm14
-    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 432]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 384]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 400]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm5, xmm12
     psubw        xmm0, xmm2
@@ -5813,11 +6008,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm2, xmm10
     psubw        xmm1, xmm11
     movdqa       xmm10, xmm2
-    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 480]
+    pmullw       xmm10, [rax + 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 496]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 448]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 464]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm2, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     pmulhw       xmm10, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm2, xmm10
@@ -5829,11 +6024,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm4, xmm9
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 544]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 640] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 512
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 560]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 512]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 528]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm8, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm3, xmm8
@@ -5847,11 +6043,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm8, xmm7
     psubw        xmm6, xmm13
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 608]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 624]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 576]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 592]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm7, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm8, xmm7
@@ -5865,11 +6061,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm15
     psubw        xmm0, xmm14
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm0
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm14, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm7, xmm14
@@ -5883,11 +6079,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm5
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 736]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 752]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 704]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 720]
+    pmullw       xmm5, [rax + 112]
+    pmulhw       xmm14, [rax + 64]
+    pmulhw       xmm2, [rax + 80]
     pmulhw       xmm1, xmm12
     pmulhw       xmm5, xmm12
     psubw        xmm14, xmm1
@@ -5899,11 +6095,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm11, xmm4
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 800]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 768
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 816]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 768]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 784]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm4, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm10, xmm4
@@ -5917,11 +6114,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm9, xmm6
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 800]
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm8, xmm9
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 816]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 768]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 784]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm3, xmm6
@@ -5935,11 +6132,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm13, xmm0
     movdqa       xmm0, xmm6
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 864]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 880]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 832]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 848]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm0, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm0
@@ -5953,25 +6150,28 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm14
     psubw        xmm15, xmm2
     movdqa       xmm2, xmm7
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 864]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 880]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 832]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 848]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm14, xmm12
     psubw        xmm7, xmm2
     psubw        xmm15, xmm14
     movdqa       xmm2, xmm1                          ; barrett: before layer 1
-    pmulhw       xmm2, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm14, xmm5
-    pmulhw       xmm14, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm14, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm14, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm1, xmm2
     psubw        xmm5, xmm14
     movdqa       xmm2, xmm1                          ; layer 1
@@ -5981,11 +6181,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm5, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1024] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 896
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm8, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm1, xmm8
@@ -5997,11 +6198,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm4, xmm0
     psubw        xmm11, xmm3
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm4, xmm0
@@ -6015,11 +6216,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm6
     psubw        xmm3, xmm13
     movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm13, xmm3
-    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm6
@@ -6035,11 +6236,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm7
     psubw        xmm3, xmm15
     movdqa       xmm7, xmm6
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm15, xmm3
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm7, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm7
@@ -6197,22 +6398,25 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm15, xmm12
     psubw        xmm13, xmm11
     movdqa       xmm9, xmm15
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 992]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1008]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 960]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 976]
-    movdqu       xmm12, [rel pw_3457]                ; reload
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm15, xmm9
     psubw        xmm13, xmm11
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm9, [rax - 128]
     movdqa       xmm11, xmm6
-    pmullw       xmm11, [rel pw_m19412 + 16]
-    pmulhw       xmm5, [rel pw_1580]
-    pmulhw       xmm6, [rel pw_1580 + 16]
+    pmullw       xmm11, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm5, xmm9
@@ -6224,21 +6428,24 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm0
     psubw        xmm4, xmm1
     movdqa       xmm0, xmm14
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1152] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1024
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm1, xmm12
     psubw        xmm14, xmm0
     psubw        xmm4, xmm1
     movdqa       xmm0, xmm9
-    pmullw       xmm0, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm1, xmm11
-    pmullw       xmm1, [rel pw_m19412 + 16]
-    pmulhw       xmm9, [rel pw_1580]
-    pmulhw       xmm11, [rel pw_1580 + 16]
+    pmullw       xmm1, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm1, xmm12
     psubw        xmm9, xmm0
@@ -6252,22 +6459,25 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm10, [rsp + 32]
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1216] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1088
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm0, xmm7
     psubw        xmm10, xmm11
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel pw_m19412]
+    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       xmm11, xmm4
-    pmullw       xmm11, [rel pw_m19412 + 16]
-    pmulhw       xmm1, [rel pw_1580]
-    pmulhw       xmm4, [rel pw_1580 + 16]
+    pmullw       xmm11, [rax - 112]
+    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm1, xmm7
@@ -6281,11 +6491,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1280] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1152
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm8, xmm2
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm7, xmm3
@@ -6335,11 +6546,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm5
     psubw        xmm8, xmm6
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1248]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm8
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1264]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1216]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1232]
+    pmullw       xmm6, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm6, xmm12
     psubw        xmm3, xmm5
@@ -6353,11 +6564,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1312]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1328]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1280]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1296]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm9, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm9
@@ -6371,11 +6582,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm9, xmm1
     psubw        xmm14, xmm4
     movdqa       xmm1, xmm9
-    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1376]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1392]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1344]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1360]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm1, xmm12
     pmulhw       xmm4, xmm12
     psubw        xmm9, xmm1
@@ -6389,11 +6600,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm11
     psubw        xmm0, xmm10
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1440]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1536] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1408
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
     pmulhw       xmm10, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm1, xmm10
@@ -6405,11 +6617,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm2, xmm7
     psubw        xmm3, xmm8
     movdqa       xmm7, xmm2
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1504]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1520]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1472]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1488]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
     pmulhw       xmm7, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm2, xmm7
@@ -6423,11 +6635,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm6
     psubw        xmm5, xmm13
     movdqa       xmm6, xmm7
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1568]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm13, xmm5
-    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1584]
-    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1536]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1552]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm6, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm7, xmm6
@@ -6441,11 +6653,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm9, xmm14
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1632]
+    pmullw       xmm14, [rax + 96]
     movdqa       xmm15, xmm9
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1648]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1600]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1616]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     pmulhw       xmm14, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm14
@@ -6459,11 +6671,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm4
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm14
-    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1696]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1664
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1712]
-    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1664]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1680]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm4, xmm12
     psubw        xmm14, xmm0
@@ -6475,11 +6688,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm8
     psubw        xmm11, xmm3
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1760]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm8, xmm11
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1776]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1728]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1744]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm3, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm10, xmm3
@@ -6493,11 +6706,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm2, xmm7
     psubw        xmm8, xmm5
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1760]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1776]
-    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1728]
-    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1744]
+    pmullw       xmm7, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm7, xmm12
     psubw        xmm2, xmm5
@@ -6511,11 +6724,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm15
     psubw        xmm13, xmm9
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1824]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1840]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792]
-    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1808]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm9, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm9
@@ -6529,25 +6742,28 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm14
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1824]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1840]
-    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792]
-    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1808]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm1, xmm12
     pmulhw       xmm14, xmm12
     psubw        xmm6, xmm1
     psubw        xmm15, xmm14
     movdqa       xmm1, xmm0                          ; barrett: before layer 1
-    pmulhw       xmm1, [rel pw_19412]
+    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
+    pmulhw       xmm1, [rax - 128]
     movdqa       xmm14, xmm4
-    pmulhw       xmm14, [rel pw_19412 + 16]
-    paddw        xmm1, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm1, 10
     psraw        xmm14, 10
-    pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm14, [rel pw_3457 + 16]
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm0, xmm1
     psubw        xmm4, xmm14
     movdqa       xmm1, xmm0                          ; layer 1
@@ -6557,11 +6773,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm4, xmm8
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1984] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1856
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm7, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm0, xmm7
@@ -6573,11 +6790,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm9
     psubw        xmm11, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm2, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm3, xmm2
@@ -6591,11 +6808,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm10
-    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm5
@@ -6611,11 +6828,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm6
     psubw        xmm9, xmm15
     movdqa       xmm6, xmm5
-    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm15, xmm9
-    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm6
@@ -6662,11 +6879,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6686,11 +6903,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6710,11 +6927,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6734,11 +6951,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6758,11 +6975,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6782,11 +6999,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6806,11 +7023,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6830,11 +7047,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6855,24 +7072,30 @@ kg_ctru3457_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
 align 32
 kg_ctru3457_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_19412]                ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_19412 + 16]           ; held in a register: read 16 times
+    movdqu       xmm6, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_512 + 16]             ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_3457]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_3457 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6880,15 +7103,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6896,15 +7119,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6912,15 +7135,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -6928,15 +7151,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -6944,15 +7167,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -6960,15 +7183,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -6976,15 +7199,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -6992,15 +7215,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -7008,15 +7231,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -7024,15 +7247,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -7040,15 +7263,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -7056,15 +7279,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -7072,15 +7295,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -7088,15 +7311,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -7104,15 +7327,15 @@ kg_ctru3457_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7127,20 +7350,22 @@ kg_ctru3457_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-5}, flags
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_special_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
 align 32
 kg_ctru3457_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm6, [rel pw_4095]                 ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_4095 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7161,8 +7386,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7183,8 +7408,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7205,8 +7430,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7227,8 +7452,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7249,8 +7474,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7271,8 +7496,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7293,8 +7518,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7315,8 +7540,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7337,8 +7562,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7359,8 +7584,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7381,8 +7606,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7403,8 +7628,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7425,8 +7650,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7447,8 +7672,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7469,8 +7694,8 @@ kg_ctru3457_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -7495,32 +7720,38 @@ kg_ctru3457_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_sse:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
 align 32
 kg_ctru3457_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_3457]                 ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_3457 + 16]            ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_19412]                ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_19412 + 16]           ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -7528,23 +7759,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -7552,23 +7783,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -7576,23 +7807,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -7600,23 +7831,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -7624,23 +7855,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -7648,23 +7879,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -7672,23 +7903,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -7696,23 +7927,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -7720,23 +7951,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -7744,23 +7975,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -7768,23 +7999,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -7792,23 +8023,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -7816,23 +8047,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -7840,23 +8071,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -7864,23 +8095,23 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_19412]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3457]
-    pand         xmm3, [rel pw_3457 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7895,13 +8126,16 @@ kg_ctru3457_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_sse.end - kg_ctru3457_mulmod_shoup_sse)
 align 32
 kg_ctru3457_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3457
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7917,9 +8151,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7939,9 +8173,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7961,9 +8195,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7983,9 +8217,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -8005,9 +8239,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -8027,9 +8261,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -8049,9 +8283,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -8071,9 +8305,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -8093,9 +8327,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -8115,9 +8349,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -8137,9 +8371,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -8159,9 +8393,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -8181,9 +8415,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -8203,9 +8437,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8225,9 +8459,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8247,9 +8481,9 @@ kg_ctru3457_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3457]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3457 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1
@@ -8264,13 +8498,18 @@ kg_ctru3457_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_sse.end - kg_ctru3457_muladd_shoup_sse)
 align 32
 kg_ctru3457_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm7, [rel pw_6914]                 ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_6914 + 16]            ; held in a register: read 16 times
+    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3457
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -8290,15 +8529,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -8322,15 +8561,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -8354,15 +8593,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -8386,15 +8625,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -8418,15 +8657,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -8450,15 +8689,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -8482,15 +8721,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -8514,15 +8753,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -8546,15 +8785,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -8578,15 +8817,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -8610,15 +8849,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -8642,15 +8881,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -8674,15 +8913,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -8706,15 +8945,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8738,15 +8977,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6914]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6914 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3457]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3457 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8770,15 +9009,15 @@ kg_ctru3457_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_6914]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_6914 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3457]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3457 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1

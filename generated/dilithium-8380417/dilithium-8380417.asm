@@ -846,7 +846,7 @@ section .text
 ;   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -856,54 +856,60 @@ global kg_dilithium8380417_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_dili
 align 32
 kg_dilithium8380417_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm11, [rel pd_16760834]            ; held in a register: read 128 times
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 0
+    vmovdqu      ymm12, [rax - 96]                   ; held in a register: read 32 times
+    vmovdqu      ymm13, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu      ymm14, [rax - 32]                   ; held in a register: read 16 times
+    vmovdqu      ymm15, [rax + 32]                   ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm4
     vmovdqu      [rdi + 256], ymm3
@@ -914,48 +920,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 544]
     vmovdqu      ymm4, [rdi + 800]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm4
     vmovdqu      [rdi + 288], ymm3
@@ -966,48 +972,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 576]
     vmovdqu      ymm4, [rdi + 832]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm4
     vmovdqu      [rdi + 320], ymm3
@@ -1018,48 +1024,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 608]
     vmovdqu      ymm4, [rdi + 864]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm4
     vmovdqu      [rdi + 352], ymm3
@@ -1070,48 +1076,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 640]
     vmovdqu      ymm4, [rdi + 896]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm4
     vmovdqu      [rdi + 384], ymm3
@@ -1122,48 +1128,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 672]
     vmovdqu      ymm4, [rdi + 928]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm4
     vmovdqu      [rdi + 416], ymm3
@@ -1174,48 +1180,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 704]
     vmovdqu      ymm4, [rdi + 960]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm4
     vmovdqu      [rdi + 448], ymm3
@@ -1226,48 +1232,48 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm3, [rdi + 736]
     vmovdqu      ymm4, [rdi + 992]
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm5, ymm12, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm3, ymm13, ymm3
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm6, ymm12, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 32]
+    vpmuludq     ymm3, ymm12, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2]
+    vpmulld      ymm4, ymm13, ymm4
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm6, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm6, ymm14, ymm4
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 96]
+    vpmuludq     ymm3, ymm14, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm6, ymm15, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 160]
+    vpmuludq     ymm5, ymm15, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 128]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm4
     vmovdqu      [rdi + 480], ymm3
@@ -1282,136 +1288,138 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm10, ymm5, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 192]
+    vpmulld      ymm5, ymm5, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm5
     vmovshdup    ymm5, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 192]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm6, ymm5
     vpaddd       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm10, ymm7, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 192]
+    vpmulld      ymm7, ymm7, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm5
     vmovshdup    ymm5, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm10, ymm8, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 224]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 192]
+    vpmulld      ymm8, ymm8, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm8, ymm5
     vpaddd       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 288]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 256
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 288]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 256]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 288]
+    vpmuludq     ymm10, ymm8, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 288]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 256]
+    vpmulld      ymm8, ymm8, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
-    vpaddd       ymm9, ymm6, ymm8                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm6                    ; layer 3
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 352]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 352]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 320]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm1, ymm3                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 352]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 352]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 320]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm9
-    vpmuludq     ymm10, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 416]
+    vpmuludq     ymm10, ymm9, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 416]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 384]
+    vpmulld      ymm9, ymm9, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm9, ymm3
     vpaddd       ymm9, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 480]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 480]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 448]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm5, ymm6                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 544]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 512
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 544]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 512]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm4, ymm4, ymm6
     vpaddd       ymm6, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 608]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 608]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 576]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm1, ymm2                    ; layer 4
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -1422,48 +1430,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 672]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 672]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 640]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm2, ymm3                    ; layer 5
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 736]
+    vpmuludq     ymm10, ymm5, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 736]
+    vpmuludq     ymm3, ymm3, [rax + 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 704]
+    vpmulld      ymm5, ymm5, [rax + 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm5, ymm3
     vpaddd       ymm5, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 800]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 768
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 800]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 768]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vpaddd       ymm9, ymm7, ymm4                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 864]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 864]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 832]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm6, ymm1                    ; layer 5
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm1, ymm6, ymm1
     vpunpckldq   ymm6, ymm8, ymm2
     vpunpckhdq   ymm2, ymm8, ymm2
@@ -1474,48 +1483,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm9, ymm7, ymm1
     vpunpckhdq   ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 928]
+    vpmuludq     ymm10, ymm2, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 960]
+    vpmuludq     ymm7, ymm7, [rax + 64]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 896]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vpaddd       ymm7, ymm6, ymm2                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1024]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 992
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1056]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 992]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm8, ymm3                    ; layer 6
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm3, ymm8, ymm3
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1120]
+    vpmuludq     ymm10, ymm4, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1152]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1088]
+    vpmulld      ymm4, ymm4, [rax - 32]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm5, ymm4                    ; layer 6
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1216]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1248]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1312] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 1184
+    vpmuludq     ymm5, ymm5, [rax - 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1184]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vpunpckldq   ymm9, ymm7, ymm2
     vpunpckhdq   ymm2, ymm7, ymm2
@@ -1526,48 +1537,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm8, ymm5, ymm1
     vpunpckhdq   ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1312]
+    vpmuludq     ymm10, ymm2, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1344]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1280]
+    vpmulld      ymm2, ymm2, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm9, ymm2                    ; layer 7
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm2, ymm9, ymm2
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1408]
+    vpmuludq     ymm10, ymm3, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1440]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1504] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 1376
+    vpmuludq     ymm9, ymm9, [rax - 64]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1376]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm7, ymm3                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1504]
+    vpmuludq     ymm10, ymm4, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1536]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1472]
+    vpmulld      ymm4, ymm4, [rax - 32]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpaddd       ymm7, ymm6, ymm4                    ; layer 7
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm4, ymm6, ymm4
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1600]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1632]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 1568
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1568]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm1, ymm1, ymm6
     vpaddd       ymm6, ymm8, ymm1                    ; layer 7
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm1, ymm8, ymm1
     vmovdqu      [rdi], ymm5
     vmovdqu      [rdi + 32], ymm2
@@ -1586,136 +1599,138 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm10, ymm5, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm9, ymm9, [rax]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1664]
+    vpmulld      ymm5, ymm5, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm5
     vmovshdup    ymm5, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm10, ymm6, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1664]
+    vpmulld      ymm6, ymm6, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm6, ymm5
     vpaddd       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm10, ymm7, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1664]
+    vpmulld      ymm7, ymm7, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm5
     vmovshdup    ymm5, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm10, ymm8, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1696]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1664]
+    vpmulld      ymm8, ymm8, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm8, ymm5
     vpaddd       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1760]
+    vpmuludq     ymm10, ymm7, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1760]
+    vpmuludq     ymm5, ymm5, [rax + 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1728]
+    vpmulld      ymm7, ymm7, [rax + 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1760]
+    vpmuludq     ymm10, ymm8, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1760]
+    vpmuludq     ymm9, ymm9, [rax + 64]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1728]
+    vpmulld      ymm8, ymm8, [rax + 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
-    vpaddd       ymm9, ymm6, ymm8                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm6                    ; layer 3
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1824]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 1792
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1824]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1792]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm1, ymm3                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1824]
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1824]
+    vpmuludq     ymm3, ymm3, [rax - 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1792]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm9
-    vpmuludq     ymm10, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1888]
+    vpmuludq     ymm10, ymm9, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1888]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1856]
+    vpmulld      ymm9, ymm9, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm9, ymm3
     vpaddd       ymm9, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1952]
+    vpmuludq     ymm10, ymm6, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1952]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1920]
+    vpmulld      ymm6, ymm6, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm5, ymm6                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2016]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2016]
+    vpmuludq     ymm6, ymm6, [rax + 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 1984]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm4, ymm4, ymm6
     vpaddd       ymm6, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2080]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 2048
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2080]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2048]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm1, ymm2                    ; layer 4
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -1726,48 +1741,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2144]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2144]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2112]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm2, ymm3                    ; layer 5
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2208]
+    vpmuludq     ymm10, ymm5, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2208]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2176]
+    vpmulld      ymm5, ymm5, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm5, ymm3
     vpaddd       ymm5, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2272]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2272]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2240]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vpaddd       ymm9, ymm7, ymm4                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2336]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 2304
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2336]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2304]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm6, ymm1                    ; layer 5
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm1, ymm6, ymm1
     vpunpckldq   ymm6, ymm8, ymm2
     vpunpckhdq   ymm2, ymm8, ymm2
@@ -1778,48 +1794,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm9, ymm7, ymm1
     vpunpckhdq   ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2400]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2432]
+    vpmuludq     ymm7, ymm7, [rax]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2368]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vpaddd       ymm7, ymm6, ymm2                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2496]
+    vpmuludq     ymm10, ymm3, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2528]
+    vpmuludq     ymm6, ymm6, [rax + 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2464]
+    vpmulld      ymm3, ymm3, [rax + 32]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm8, ymm3                    ; layer 6
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm3, ymm8, ymm3
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2592]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 2560
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2624]
+    vpmuludq     ymm8, ymm8, [rax - 64]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2560]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm5, ymm4                    ; layer 6
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2688]
+    vpmuludq     ymm10, ymm1, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2720]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2656]
+    vpmulld      ymm1, ymm1, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vpunpckldq   ymm9, ymm7, ymm2
     vpunpckhdq   ymm2, ymm7, ymm2
@@ -1830,48 +1847,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm8, ymm5, ymm1
     vpunpckhdq   ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2784]
+    vpmuludq     ymm10, ymm2, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2816]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2880] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 2752
+    vpmuludq     ymm5, ymm5, [rax - 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2752]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm9, ymm2                    ; layer 7
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm2, ymm9, ymm2
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2880]
+    vpmuludq     ymm10, ymm3, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2912]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2848]
+    vpmulld      ymm3, ymm3, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm7, ymm3                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2976]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3008]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 2944
+    vpmuludq     ymm7, ymm7, [rax - 64]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 2944]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpaddd       ymm7, ymm6, ymm4                    ; layer 7
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm4, ymm6, ymm4
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3072]
+    vpmuludq     ymm10, ymm1, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3104]
+    vpmuludq     ymm6, ymm6, [rax + 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3040]
+    vpmulld      ymm1, ymm1, [rax - 32]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm1, ymm1, ymm6
     vpaddd       ymm6, ymm8, ymm1                    ; layer 7
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm1, ymm8, ymm1
     vmovdqu      [rdi + 256], ymm5
     vmovdqu      [rdi + 288], ymm2
@@ -1890,136 +1909,138 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm10, ymm5, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3136]
+    vpmulld      ymm5, ymm5, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm5
     vmovshdup    ymm5, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3136]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm6, ymm5
     vpaddd       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm10, ymm7, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3136]
+    vpmulld      ymm7, ymm7, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm5
     vmovshdup    ymm5, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm10, ymm8, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3168]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3136]
+    vpmulld      ymm8, ymm8, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm8, ymm5
     vpaddd       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3232]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 3200
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3232]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3200]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3232]
+    vpmuludq     ymm10, ymm8, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3232]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3200]
+    vpmulld      ymm8, ymm8, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
-    vpaddd       ymm9, ymm6, ymm8                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm6                    ; layer 3
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3296]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3296]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3264]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm1, ymm3                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3296]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3296]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3264]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm9
-    vpmuludq     ymm10, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3360]
+    vpmuludq     ymm10, ymm9, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3360]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3328]
+    vpmulld      ymm9, ymm9, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm9, ymm3
     vpaddd       ymm9, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3424]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3424]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3392]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm5, ymm6                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3488]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 3456
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3488]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3456]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm4, ymm4, ymm6
     vpaddd       ymm6, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3552]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3552]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3520]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm1, ymm2                    ; layer 4
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -2030,48 +2051,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3616]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3616]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3584]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm2, ymm3                    ; layer 5
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3680]
+    vpmuludq     ymm10, ymm5, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3680]
+    vpmuludq     ymm3, ymm3, [rax + 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3648]
+    vpmulld      ymm5, ymm5, [rax + 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm5, ymm3
     vpaddd       ymm5, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3744]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3840] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 3712
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3744]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3712]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vpaddd       ymm9, ymm7, ymm4                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3808]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3808]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3776]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm6, ymm1                    ; layer 5
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm1, ymm6, ymm1
     vpunpckldq   ymm6, ymm8, ymm2
     vpunpckhdq   ymm2, ymm8, ymm2
@@ -2082,48 +2104,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm9, ymm7, ymm1
     vpunpckhdq   ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3872]
+    vpmuludq     ymm10, ymm2, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3904]
+    vpmuludq     ymm7, ymm7, [rax + 64]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3840]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vpaddd       ymm7, ymm6, ymm2                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3968]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4064] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 3936
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4000]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 3936]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm8, ymm3                    ; layer 6
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm3, ymm8, ymm3
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4064]
+    vpmuludq     ymm10, ymm4, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4096]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4032]
+    vpmulld      ymm4, ymm4, [rax - 32]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm5, ymm4                    ; layer 6
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4160]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4192]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4256] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 4128
+    vpmuludq     ymm5, ymm5, [rax - 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4128]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vpunpckldq   ymm9, ymm7, ymm2
     vpunpckhdq   ymm2, ymm7, ymm2
@@ -2134,48 +2158,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm8, ymm5, ymm1
     vpunpckhdq   ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4256]
+    vpmuludq     ymm10, ymm2, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4288]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4224]
+    vpmulld      ymm2, ymm2, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm9, ymm2                    ; layer 7
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm2, ymm9, ymm2
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4352]
+    vpmuludq     ymm10, ymm3, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4384]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 4320
+    vpmuludq     ymm9, ymm9, [rax - 64]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4320]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm7, ymm3                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4448]
+    vpmuludq     ymm10, ymm4, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4480]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4416]
+    vpmulld      ymm4, ymm4, [rax - 32]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpaddd       ymm7, ymm6, ymm4                    ; layer 7
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm4, ymm6, ymm4
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4544]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4576]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 4512
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4512]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm1, ymm1, ymm6
     vpaddd       ymm6, ymm8, ymm1                    ; layer 7
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm1, ymm8, ymm1
     vmovdqu      [rdi + 512], ymm5
     vmovdqu      [rdi + 544], ymm2
@@ -2194,136 +2220,138 @@ kg_dilithium8380417_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm10, ymm5, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm9, ymm9, [rax]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4608]
+    vpmulld      ymm5, ymm5, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm5
     vmovshdup    ymm5, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm10, ymm6, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4608]
+    vpmulld      ymm6, ymm6, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm6, ymm5
     vpaddd       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm10, ymm7, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4608]
+    vpmulld      ymm7, ymm7, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm5
     vmovshdup    ymm5, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm10, ymm8, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4640]
+    vpmuludq     ymm5, ymm5, [rax]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4608]
+    vpmulld      ymm8, ymm8, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm8, ymm5
     vpaddd       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4704]
+    vpmuludq     ymm10, ymm7, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4704]
+    vpmuludq     ymm5, ymm5, [rax + 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4672]
+    vpmulld      ymm7, ymm7, [rax + 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm5, ymm7, ymm5
     vpaddd       ymm7, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm8
-    vpmuludq     ymm10, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4704]
+    vpmuludq     ymm10, ymm8, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4704]
+    vpmuludq     ymm9, ymm9, [rax + 64]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4672]
+    vpmulld      ymm8, ymm8, [rax + 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
-    vpaddd       ymm9, ymm6, ymm8                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm6                    ; layer 3
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4768]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 4736
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4768]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4736]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm1, ymm3                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4768]
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4768]
+    vpmuludq     ymm3, ymm3, [rax - 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4736]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm4, ymm3
     vpaddd       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm9
-    vpmuludq     ymm10, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4832]
+    vpmuludq     ymm10, ymm9, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4832]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4800]
+    vpmulld      ymm9, ymm9, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm9, ymm3
     vpaddd       ymm9, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4896]
+    vpmuludq     ymm10, ymm6, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4896]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4864]
+    vpmulld      ymm6, ymm6, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm5, ymm6                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4960]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4960]
+    vpmuludq     ymm6, ymm6, [rax + 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4928]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm4, ymm4, ymm6
     vpaddd       ymm6, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5024]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 4992
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5024]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 4992]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm1, ymm2                    ; layer 4
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -2334,48 +2362,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vmovshdup    ymm8, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5088]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5088]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5056]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vpaddd       ymm8, ymm2, ymm3                    ; layer 5
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5152]
+    vpmuludq     ymm10, ymm5, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5152]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5120]
+    vpmulld      ymm5, ymm5, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm3, ymm5, ymm3
     vpaddd       ymm5, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5216]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5216]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5184]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vpaddd       ymm9, ymm7, ymm4                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5280]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5376] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 5248
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5280]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5248]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm6, ymm1                    ; layer 5
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm1, ymm6, ymm1
     vpunpckldq   ymm6, ymm8, ymm2
     vpunpckhdq   ymm2, ymm8, ymm2
@@ -2386,48 +2415,49 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm9, ymm7, ymm1
     vpunpckhdq   ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5344]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5376]
+    vpmuludq     ymm7, ymm7, [rax]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5312]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vpaddd       ymm7, ymm6, ymm2                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5440]
+    vpmuludq     ymm10, ymm3, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm6, [rax + 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5408]
+    vpmulld      ymm3, ymm3, [rax + 32]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm8, ymm3                    ; layer 6
-    vpaddd       ymm8, ymm8, [rel pd_16760834]
+    vpaddd       ymm8, ymm8, ymm11
     vpsubd       ymm3, ymm8, ymm3
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5536]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 5504
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5568]
+    vpmuludq     ymm8, ymm8, [rax - 64]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5504]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm5, ymm4                    ; layer 6
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5632]
+    vpmuludq     ymm10, ymm1, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5664]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5600]
+    vpmulld      ymm1, ymm1, [rax - 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vpunpckldq   ymm9, ymm7, ymm2
     vpunpckhdq   ymm2, ymm7, ymm2
@@ -2438,48 +2468,50 @@ kg_dilithium8380417_ntt_forward_avx2:
     vpunpckldq   ymm8, ymm5, ymm1
     vpunpckhdq   ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5728]
+    vpmuludq     ymm10, ymm2, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5760]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 5696
+    vpmuludq     ymm5, ymm5, [rax - 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5696]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm9, ymm2                    ; layer 7
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm2, ymm9, ymm2
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5824]
+    vpmuludq     ymm10, ymm3, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5856]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5792]
+    vpmulld      ymm3, ymm3, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm7, ymm3                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5920]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5952]
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx2 near byte 5888
+    vpmuludq     ymm7, ymm7, [rax - 64]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5888]
+    vpmulld      ymm4, ymm4, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpaddd       ymm7, ymm6, ymm4                    ; layer 7
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm4, ymm6, ymm4
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 6016]
+    vpmuludq     ymm10, ymm1, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 6048]
+    vpmuludq     ymm6, ymm6, [rax + 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_forward_twiddles_avx2 + 5984]
+    vpmulld      ymm1, ymm1, [rax - 32]
     vpmulld      ymm0, ymm6, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm1, ymm8, ymm0                    ; layer 7
-    vpaddd       ymm6, ymm8, [rel pd_16760834]
+    vpaddd       ymm6, ymm8, ymm11
     vpsubd       ymm0, ymm6, ymm0
     vmovdqu      [rdi + 768], ymm5
     vmovdqu      [rdi + 800], ymm2
@@ -2501,12 +2533,14 @@ kg_dilithium8380417_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_basemul_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_avx2.end - kg_dilithium8380417_basemul_avx2)
 align 32
 kg_dilithium8380417_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm9, [rel pd_58728449]             ; held in a register: read 64 times
+    vmovdqu      ymm10, [rel pd_16760834]            ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 32]
@@ -2518,16 +2552,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2538,8 +2572,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
@@ -2554,16 +2588,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2574,8 +2608,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
@@ -2590,16 +2624,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2610,8 +2644,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
@@ -2626,16 +2660,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2646,8 +2680,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
@@ -2662,16 +2696,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2682,8 +2716,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
@@ -2698,16 +2732,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2718,8 +2752,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
@@ -2734,16 +2768,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2754,8 +2788,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
@@ -2770,16 +2804,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2790,8 +2824,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
@@ -2806,16 +2840,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2826,8 +2860,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
@@ -2842,16 +2876,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2862,8 +2896,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
@@ -2878,16 +2912,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2898,8 +2932,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
@@ -2914,16 +2948,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2934,8 +2968,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
@@ -2950,16 +2984,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -2970,8 +3004,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
@@ -2986,16 +3020,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -3006,8 +3040,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
@@ -3022,16 +3056,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -3042,8 +3076,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm2, ymm2, ymm4, 170
     vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pd_16760834]
-    vpand        ymm4, ymm4, [rel pd_16760834]
+    vpand        ymm3, ymm10, ymm3
+    vpand        ymm4, ymm10, ymm4
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
@@ -3058,16 +3092,16 @@ kg_dilithium8380417_basemul_avx2:
     vmovshdup    ymm8, ymm4
     vpmuldq      ymm1, ymm1, ymm3
     vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm1, [rel pd_58728449]
-    vpmuldq      ymm4, ymm2, [rel pd_58728449]
+    vpmuldq      ymm3, ymm9, ymm1
+    vpmuldq      ymm4, ymm9, ymm2
     vpmuldq      ymm3, ymm3, ymm0
     vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm6, ymm8
-    vpmuldq      ymm5, ymm3, [rel pd_58728449]
-    vpmuldq      ymm6, ymm4, [rel pd_58728449]
+    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm5, ymm9, ymm3
+    vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
     vpmuldq      ymm0, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
@@ -3078,8 +3112,8 @@ kg_dilithium8380417_basemul_avx2:
     vpblendd     ymm0, ymm2, ymm0, 170
     vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
     vpsrad       ymm3, ymm0, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_16760834]
-    vpand        ymm3, ymm3, [rel pd_16760834]
+    vpand        ymm2, ymm10, ymm2
+    vpand        ymm3, ymm10, ymm3
     vpaddd       ymm1, ymm1, ymm2
     vpaddd       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 960], ymm1
@@ -3096,7 +3130,7 @@ kg_dilithium8380417_basemul_avx2:
 ;   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -3106,6 +3140,11 @@ global kg_dilithium8380417_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_dili
 align 32
 kg_dilithium8380417_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm11, [rel pd_16760834]            ; held in a register: read 64 times
+    vmovdqu      ymm12, [rel pd_8395782]             ; held in a register: read 32 times
+    vmovdqu      ymm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536] ; held in a register: read 32 times
+    vmovdqu      ymm14, [rel pd_25141251]            ; held in a register: read 28 times
+    vmovdqu      ymm15, [rel pd_41902085]            ; held in a register: read 20 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -3116,79 +3155,87 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
     vpaddd       ymm9, ymm1, ymm2                    ; layer 7
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 0
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 64]
+    vpmuludq     ymm2, ymm2, [rax - 64]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel pd_8395782]
+    vpmuludq     ymm2, ymm12, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm2, ymm9, ymm2
     vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 128]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 96
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 160]
+    vpmuludq     ymm4, ymm4, [rax - 64]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 96]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel pd_8395782]
+    vpmuludq     ymm4, ymm12, ymm4
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm4, ymm9, ymm4
     vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 224]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 192
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 256]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 192]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel pd_8395782]
+    vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm8                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 416] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 288
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 352]
+    vpmuludq     ymm8, ymm8, [rax - 64]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 288]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel pd_8395782]
+    vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm8, ymm9, ymm8
     vpsllq       ymm9, ymm1, 32
@@ -3208,47 +3255,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 416]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 384
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 416]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 384]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 480]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 480]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 448]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm2, ymm2, ymm3
     vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 544]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 544]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 512]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vpaddd       ymm5, ymm6, ymm7                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 608]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 608]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 576]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -3260,47 +3308,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpunpcklqdq  ymm4, ymm5, ymm6
     vpunpckhqdq  ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_25141251]
+    vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 672]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 640
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 672]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 640]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
-    vpaddd       ymm8, ymm8, [rel pd_25141251]
+    vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 736]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 736]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 704]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 800]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 800]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 768]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm4, [rel pd_25141251]
+    vpaddd       ymm4, ymm14, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 864]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 864]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 832]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3312,135 +3361,142 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
     vpaddd       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 928]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 896
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 928]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 896]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
-    vpaddd       ymm6, ymm6, [rel pd_41902085]
+    vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 992]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 992]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 960]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_41902085]
+    vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1056]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1056]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1024]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_41902085]
+    vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1120]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1120]
+    vpmuludq     ymm8, ymm8, [rax + 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1088]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm9, ymm9, [rax - 128]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1184]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1184]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1152]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1184]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1184]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1152]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm6, ymm6, [rax - 128]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1248]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1216
+    vpmuludq     ymm10, ymm6, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1248]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1216]
+    vpmulld      ymm6, ymm6, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1248]
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1248]
+    vpmuludq     ymm4, ymm4, [rax - 96]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1216]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
-    vpaddd       ymm8, ymm8, [rel pd_142467089]
+    lea          rax, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
+    vpaddd       ymm8, ymm8, [rax - 128]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1312]
+    vpmuludq     ymm3, ymm3, [rax - 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi], ymm4
@@ -3460,79 +3516,86 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
     vpaddd       ymm9, ymm1, ymm2                    ; layer 7
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1376]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1408]
+    vpmuludq     ymm2, ymm2, [rax]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1344]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel pd_8395782]
+    vpmuludq     ymm2, ymm12, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm2, ymm9, ymm2
     vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1472]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1440
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1504]
+    vpmuludq     ymm4, ymm4, [rax - 64]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1440]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel pd_8395782]
+    vpmuludq     ymm4, ymm12, ymm4
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm4, ymm9, ymm4
     vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1568]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1600]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1536]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel pd_8395782]
+    vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm8                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1632
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1696]
+    vpmuludq     ymm8, ymm8, [rax - 64]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1632]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel pd_8395782]
+    vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm8, ymm9, ymm8
     vpsllq       ymm9, ymm1, 32
@@ -3552,47 +3615,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1728
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1728]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1824]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1824]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1792]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm2, ymm2, ymm3
     vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1888]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1888]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1856]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vpaddd       ymm5, ymm6, ymm7                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1952]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1952]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1920]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -3604,47 +3668,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpunpcklqdq  ymm4, ymm5, ymm6
     vpunpckhqdq  ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_25141251]
+    vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2016]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1984
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2016]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1984]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
-    vpaddd       ymm8, ymm8, [rel pd_25141251]
+    vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2080]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2080]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2048]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2144]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2144]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2112]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm4, [rel pd_25141251]
+    vpaddd       ymm4, ymm14, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2208]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2208]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2176]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3656,135 +3721,142 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
     vpaddd       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2272]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2272]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2240]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
-    vpaddd       ymm6, ymm6, [rel pd_41902085]
+    vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2336]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2336]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2304]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_41902085]
+    vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2400]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2400]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2368]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_41902085]
+    vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2464]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2464]
+    vpmuludq     ymm8, ymm8, [rax + 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm9, ymm9, [rax - 128]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2528]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2496
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2528]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2496]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2528]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2528]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2496]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm6, ymm6, [rax - 128]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2592]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2560
+    vpmuludq     ymm10, ymm6, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2592]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2560]
+    vpmulld      ymm6, ymm6, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2592]
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2592]
+    vpmuludq     ymm4, ymm4, [rax - 96]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2560]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
-    vpaddd       ymm8, ymm8, [rel pd_142467089]
+    lea          rax, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
+    vpaddd       ymm8, ymm8, [rax - 128]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2624
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2656]
+    vpmuludq     ymm3, ymm3, [rax - 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 256], ymm4
@@ -3804,79 +3876,86 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
     vpaddd       ymm9, ymm1, ymm2                    ; layer 7
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2720]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2752]
+    vpmuludq     ymm2, ymm2, [rax]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2688]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel pd_8395782]
+    vpmuludq     ymm2, ymm12, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm2, ymm9, ymm2
     vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2816]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2912] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2784
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2848]
+    vpmuludq     ymm4, ymm4, [rax - 64]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2784]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel pd_8395782]
+    vpmuludq     ymm4, ymm12, ymm4
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm4, ymm9, ymm4
     vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2912]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2880
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2944]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2880]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel pd_8395782]
+    vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm8                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3008]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2976
+    vpmuludq     ymm10, ymm7, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3040]
+    vpmuludq     ymm8, ymm8, [rax - 64]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2976]
+    vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel pd_8395782]
+    vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm8, ymm9, ymm8
     vpsllq       ymm9, ymm1, 32
@@ -3896,47 +3975,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3072
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3072]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3168]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3168]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3136]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm2, ymm2, ymm3
     vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3232]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3232]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3200]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vpaddd       ymm5, ymm6, ymm7                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3296]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3296]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3264]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -3948,47 +4028,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpunpcklqdq  ymm4, ymm5, ymm6
     vpunpckhqdq  ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_25141251]
+    vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3360]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3328
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3360]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3328]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
-    vpaddd       ymm8, ymm8, [rel pd_25141251]
+    vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3424]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3424]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3392]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3488]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3488]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3456]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm4, [rel pd_25141251]
+    vpaddd       ymm4, ymm14, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3552]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3552]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3520]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -4000,135 +4081,140 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
     vpaddd       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3616]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3712] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3584
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3616]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3584]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
-    vpaddd       ymm6, ymm6, [rel pd_41902085]
+    vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3680]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3680]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3648]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_41902085]
+    vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3744]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3744]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3712]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_41902085]
+    vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3808]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3808]
+    vpmuludq     ymm8, ymm8, [rax + 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3776]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm9, ymm9, [rax - 128]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3872]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3840
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3872]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3840]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3872]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3872]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3840]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    vpaddd       ymm6, ymm6, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm6, ymm6, [rax - 128]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3936]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3904
+    vpmuludq     ymm10, ymm6, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3936]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3904]
+    vpmulld      ymm6, ymm6, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3936]
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3936]
+    vpmuludq     ymm4, ymm4, [rax - 96]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3904]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
     vpaddd       ymm8, ymm8, [rel pd_142467089]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm10, ymm7, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm9, ymm9, [rax - 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968]
+    vpmulld      ymm7, ymm7, [rax - 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm10, ymm5, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968]
+    vpmulld      ymm5, ymm5, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4000]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 512], ymm4
@@ -4148,77 +4234,81 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
     vpaddd       ymm9, ymm1, ymm2                    ; layer 7
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4064]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4096]
+    vpmuludq     ymm2, ymm2, [rax + 64]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4032]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel pd_8395782]
+    vpmuludq     ymm2, ymm12, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm2, ymm9, ymm2
     vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4160]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4256] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4128
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4192]
+    vpmuludq     ymm4, ymm4, [rax - 64]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4128]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel pd_8395782]
+    vpmuludq     ymm4, ymm12, ymm4
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm9, ymm9, [rax - 128]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm4, ymm9, ymm4
     vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4256]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4352] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4224
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4288]
+    vpmuludq     ymm6, ymm6, [rax - 64]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4224]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel pd_8395782]
+    vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm10, ymm6, 170
     vpmulld      ymm9, ymm9, [rel pd_16382]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm8                    ; layer 7
-    vpaddd       ymm7, ymm7, [rel pd_16760834]
+    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
+    vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4352]
+    vpmuludq     ymm10, ymm7, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4384]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4320]
+    vpmulld      ymm7, ymm7, [rax - 32]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, [rel pd_8395782]
+    vpmuludq     ymm10, ymm9, ymm12
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel pd_8395782]
+    vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm10, ymm8, 170
     vpmulld      ymm9, ymm9, [rel pd_16382]
     vpmulld      ymm8, ymm8, ymm0
@@ -4240,47 +4330,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
-    vpaddd       ymm9, ymm9, [rel pd_16760834]
+    vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4448]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4448]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4416]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm2, [rel pd_16760834]
+    vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm3, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4512]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4608] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4480
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4512]
+    vpmuludq     ymm3, ymm3, [rax - 96]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4480]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm2, ymm2, ymm3
     vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm4, [rel pd_16760834]
+    vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4576]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4576]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4544]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vpaddd       ymm5, ymm6, ymm7                    ; layer 6
-    vpaddd       ymm6, ymm6, [rel pd_16760834]
+    vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4640]
+    vpmuludq     ymm10, ymm6, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4640]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4608]
+    vpmulld      ymm6, ymm6, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -4292,47 +4383,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpunpcklqdq  ymm4, ymm5, ymm6
     vpunpckhqdq  ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
-    vpaddd       ymm7, ymm7, [rel pd_25141251]
+    vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4704]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4704]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4672]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
-    vpaddd       ymm8, ymm8, [rel pd_25141251]
+    vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4768]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4864] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4736
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4768]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4736]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4832]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4832]
+    vpmuludq     ymm9, ymm9, [rax - 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4800]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm4, [rel pd_25141251]
+    vpaddd       ymm4, ymm14, ymm4
     vpsubd       ymm4, ymm4, ymm5
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4896]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4896]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4864]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -4344,135 +4436,138 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
     vpaddd       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4960]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4960]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4928]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
-    vpaddd       ymm6, ymm6, [rel pd_41902085]
+    vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5024]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5120] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4992
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5024]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4992]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
-    vpaddd       ymm7, ymm7, [rel pd_41902085]
+    vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5088]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5088]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5056]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
-    vpaddd       ymm8, ymm8, [rel pd_41902085]
+    vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5152]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5152]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5120]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    vpaddd       ymm9, ymm9, [rel pd_75423753]
+    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    vpaddd       ymm9, ymm9, [rax - 128]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5216]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5184
+    vpmuludq     ymm10, ymm5, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5216]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5184]
+    vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5216]
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5216]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5184]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
     vpaddd       ymm6, ymm6, [rel pd_75423753]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5280]
+    vpmuludq     ymm10, ymm6, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5280]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5248]
+    vpmulld      ymm6, ymm6, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5280]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5280]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5248]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
     vpaddd       ymm8, ymm8, [rel pd_142467089]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm10, ymm2, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
-    vpaddd       ymm9, ymm9, [rel pd_25141251]
+    vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm10, ymm7, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312]
+    vpmulld      ymm7, ymm7, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm5, [rel pd_16760834]
+    vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm10, ymm5, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm6, ymm6, [rax + 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312]
+    vpmulld      ymm5, ymm5, [rax]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5344]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 768], ymm4
@@ -4491,44 +4586,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm1, ymm1, [rel pd_276553761]
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax + 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax + 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
     vpaddd       ymm3, ymm3, [rel pd_276553761]
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5376
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
     vpaddd       ymm5, ymm5, [rel pd_544727105]
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi], ymm4
@@ -4540,47 +4636,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 544]
     vmovdqu      ymm4, [rdi + 800]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_41902085]
+    vpaddd       ymm1, ymm15, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_41902085]
+    vpaddd       ymm3, ymm15, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
     vpaddd       ymm5, ymm5, [rel pd_75423753]
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 32], ymm4
@@ -4592,47 +4688,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 576]
     vmovdqu      ymm4, [rdi + 832]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_25141251]
+    vpaddd       ymm1, ymm14, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_25141251]
+    vpaddd       ymm3, ymm14, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 64], ymm4
@@ -4644,47 +4740,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 608]
     vmovdqu      ymm4, [rdi + 864]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_25141251]
+    vpaddd       ymm1, ymm14, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_25141251]
+    vpaddd       ymm3, ymm14, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_41902085]
+    vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 96], ymm4
@@ -4696,47 +4792,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 640]
     vmovdqu      ymm4, [rdi + 896]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_25141251]
+    vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 128], ymm4
@@ -4748,47 +4844,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 672]
     vmovdqu      ymm4, [rdi + 928]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_25141251]
+    vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 160], ymm4
@@ -4800,47 +4896,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 704]
     vmovdqu      ymm4, [rdi + 960]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_25141251]
+    vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 192], ymm4
@@ -4852,47 +4948,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 736]
     vmovdqu      ymm4, [rdi + 992]
     vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm6, ymm1, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5408]
+    vpmuludq     ymm2, ymm2, [rax - 96]
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5376]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_16760834]
+    vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm6, ymm3, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5472]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_25141251]
+    vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm2
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm1, [rel pd_16760834]
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5536]
+    vpmuludq     ymm3, ymm13, ymm3
     vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm0, ymm3, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm4
@@ -4910,330 +5006,333 @@ kg_dilithium8380417_ntt_inverse_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx2.end - kg_dilithium8380417_reduce_shoup_avx2)
 align 32
 kg_dilithium8380417_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm3, [rel pd_512]                  ; held in a register: read 64 times
+    vmovdqu      ymm4, [rel pd_1]                    ; held in a register: read 32 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rdi]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
     vmovshdup    ymm1, ymm0                          ; shoup
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm4
+    vpmulld      ymm1, ymm1, ymm5
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5247,394 +5346,397 @@ kg_dilithium8380417_reduce_shoup_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx2.end - kg_dilithium8380417_freeze_avx2)
 align 32
 kg_dilithium8380417_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm3, [rel pd_512]                  ; held in a register: read 64 times
+    vmovdqu      ymm4, [rel pd_8380417]              ; held in a register: read 64 times
+    vmovdqu      ymm5, [rel pd_1]                    ; held in a register: read 32 times
     vmovdqu      ymm0, [rdi]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
     vmovshdup    ymm1, ymm0                          ; freeze
-    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vpmuludq     ymm2, ymm0, ymm3
     vmovshdup    ymm2, ymm2
-    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpmuludq     ymm1, ymm1, ymm3
     vpblendd     ymm1, ymm2, ymm1, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
+    vpmulld      ymm0, ymm0, ymm5
+    vpmulld      ymm1, ymm1, ymm4
     vpsubd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
+    vpsubd       ymm1, ymm0, ymm4                    ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5648,12 +5750,13 @@ kg_dilithium8380417_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx2.end - kg_dilithium8380417_mulmod_shoup_avx2)
 align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm6, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -5667,7 +5770,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5682,7 +5785,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5697,7 +5800,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5712,7 +5815,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5727,7 +5830,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5742,7 +5845,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5757,7 +5860,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5772,7 +5875,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5787,7 +5890,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5802,7 +5905,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5817,7 +5920,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5832,7 +5935,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5847,7 +5950,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5862,7 +5965,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5877,7 +5980,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5892,7 +5995,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -5907,7 +6010,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -5922,7 +6025,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -5937,7 +6040,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -5952,7 +6055,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -5967,7 +6070,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -5982,7 +6085,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -5997,7 +6100,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -6012,7 +6115,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -6027,7 +6130,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -6042,7 +6145,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -6057,7 +6160,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -6072,7 +6175,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -6087,7 +6190,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -6102,7 +6205,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -6117,7 +6220,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm2, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -6132,7 +6235,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmulld      ymm1, ymm1, ymm2
     vpmulld      ymm0, ymm3, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -6146,12 +6249,14 @@ kg_dilithium8380417_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx2.end - kg_dilithium8380417_muladd_shoup_avx2)
 align 32
 kg_dilithium8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
+    vmovdqu      ymm7, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -6167,9 +6272,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -6186,9 +6291,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -6205,9 +6310,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -6224,9 +6329,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -6243,9 +6348,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -6262,9 +6367,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -6281,9 +6386,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -6300,9 +6405,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -6319,9 +6424,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -6338,9 +6443,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -6357,9 +6462,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -6376,9 +6481,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -6395,9 +6500,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -6414,9 +6519,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -6433,9 +6538,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -6452,9 +6557,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -6471,9 +6576,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -6490,9 +6595,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -6509,9 +6614,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -6528,9 +6633,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -6547,9 +6652,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -6566,9 +6671,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -6585,9 +6690,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -6604,9 +6709,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -6623,9 +6728,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -6642,9 +6747,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -6661,9 +6766,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -6680,9 +6785,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -6699,9 +6804,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -6718,9 +6823,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -6737,9 +6842,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -6756,9 +6861,9 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 992]
     vpaddd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_16760834]       ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm7                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -6773,7 +6878,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
+;   loops: 8 x 128 instructions (repeated groups rolled: 4073 instructions run, 3435 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -6788,6 +6894,8 @@ kg_dilithium8380417_ntt_forward_sse:
     and rsp, -32
     sub rsp, 224
     movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    mov          rax, 8
+    .repeat1:
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -6799,17 +6907,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm9, xmm5
     movshdup     xmm10, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 0
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
+    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm11, xmm9, 204
     pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm5, xmm11
@@ -6818,24 +6927,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm7
     movshdup     xmm6, xmm8
     movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 0
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm7, xmm11
@@ -6844,24 +6955,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm6, xmm4
     paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm7
     psubd        xmm4, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 64
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm5, xmm11
@@ -6870,24 +6983,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm7, xmm5
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm9, xmm5
     psubd        xmm10, xmm6
     movshdup     xmm5, xmm3
     movshdup     xmm6, xmm4
     movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 256] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 128
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm3, xmm11
@@ -6908,846 +7023,10 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqu       [rdi + 528], xmm6
     movdqu       [rdi + 768], xmm1
     movdqu       [rdi + 784], xmm2
-    movdqu       xmm1, [rdi + 32]
-    movdqu       xmm2, [rdi + 48]
-    movdqu       xmm3, [rdi + 288]
-    movdqu       xmm4, [rdi + 304]
-    movdqu       xmm5, [rdi + 544]
-    movdqu       xmm6, [rdi + 560]
-    movdqu       xmm7, [rdi + 800]
-    movdqu       xmm8, [rdi + 816]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 32], xmm7
-    movdqu       [rdi + 48], xmm8
-    movdqu       [rdi + 288], xmm9
-    movdqu       [rdi + 304], xmm10
-    movdqu       [rdi + 544], xmm5
-    movdqu       [rdi + 560], xmm6
-    movdqu       [rdi + 800], xmm1
-    movdqu       [rdi + 816], xmm2
-    movdqu       xmm1, [rdi + 64]
-    movdqu       xmm2, [rdi + 80]
-    movdqu       xmm3, [rdi + 320]
-    movdqu       xmm4, [rdi + 336]
-    movdqu       xmm5, [rdi + 576]
-    movdqu       xmm6, [rdi + 592]
-    movdqu       xmm7, [rdi + 832]
-    movdqu       xmm8, [rdi + 848]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 64], xmm7
-    movdqu       [rdi + 80], xmm8
-    movdqu       [rdi + 320], xmm9
-    movdqu       [rdi + 336], xmm10
-    movdqu       [rdi + 576], xmm5
-    movdqu       [rdi + 592], xmm6
-    movdqu       [rdi + 832], xmm1
-    movdqu       [rdi + 848], xmm2
-    movdqu       xmm1, [rdi + 96]
-    movdqu       xmm2, [rdi + 112]
-    movdqu       xmm3, [rdi + 352]
-    movdqu       xmm4, [rdi + 368]
-    movdqu       xmm5, [rdi + 608]
-    movdqu       xmm6, [rdi + 624]
-    movdqu       xmm7, [rdi + 864]
-    movdqu       xmm8, [rdi + 880]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 96], xmm7
-    movdqu       [rdi + 112], xmm8
-    movdqu       [rdi + 352], xmm9
-    movdqu       [rdi + 368], xmm10
-    movdqu       [rdi + 608], xmm5
-    movdqu       [rdi + 624], xmm6
-    movdqu       [rdi + 864], xmm1
-    movdqu       [rdi + 880], xmm2
-    movdqu       xmm1, [rdi + 128]
-    movdqu       xmm2, [rdi + 144]
-    movdqu       xmm3, [rdi + 384]
-    movdqu       xmm4, [rdi + 400]
-    movdqu       xmm5, [rdi + 640]
-    movdqu       xmm6, [rdi + 656]
-    movdqu       xmm7, [rdi + 896]
-    movdqu       xmm8, [rdi + 912]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm8
-    movdqu       [rdi + 384], xmm9
-    movdqu       [rdi + 400], xmm10
-    movdqu       [rdi + 640], xmm5
-    movdqu       [rdi + 656], xmm6
-    movdqu       [rdi + 896], xmm1
-    movdqu       [rdi + 912], xmm2
-    movdqu       xmm1, [rdi + 160]
-    movdqu       xmm2, [rdi + 176]
-    movdqu       xmm3, [rdi + 416]
-    movdqu       xmm4, [rdi + 432]
-    movdqu       xmm5, [rdi + 672]
-    movdqu       xmm6, [rdi + 688]
-    movdqu       xmm7, [rdi + 928]
-    movdqu       xmm8, [rdi + 944]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 160], xmm7
-    movdqu       [rdi + 176], xmm8
-    movdqu       [rdi + 416], xmm9
-    movdqu       [rdi + 432], xmm10
-    movdqu       [rdi + 672], xmm5
-    movdqu       [rdi + 688], xmm6
-    movdqu       [rdi + 928], xmm1
-    movdqu       [rdi + 944], xmm2
-    movdqu       xmm1, [rdi + 192]
-    movdqu       xmm2, [rdi + 208]
-    movdqu       xmm3, [rdi + 448]
-    movdqu       xmm4, [rdi + 464]
-    movdqu       xmm5, [rdi + 704]
-    movdqu       xmm6, [rdi + 720]
-    movdqu       xmm7, [rdi + 960]
-    movdqu       xmm8, [rdi + 976]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 192], xmm7
-    movdqu       [rdi + 208], xmm8
-    movdqu       [rdi + 448], xmm9
-    movdqu       [rdi + 464], xmm10
-    movdqu       [rdi + 704], xmm5
-    movdqu       [rdi + 720], xmm6
-    movdqu       [rdi + 960], xmm1
-    movdqu       [rdi + 976], xmm2
-    movdqu       xmm1, [rdi + 224]
-    movdqu       xmm2, [rdi + 240]
-    movdqu       xmm3, [rdi + 480]
-    movdqu       xmm4, [rdi + 496]
-    movdqu       xmm5, [rdi + 736]
-    movdqu       xmm6, [rdi + 752]
-    movdqu       xmm7, [rdi + 992]
-    movdqu       xmm8, [rdi + 1008]
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm9, 204
-    pblendw      xmm12, xmm10, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddd        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm6
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm7
-    movshdup     xmm6, xmm8
-    movdqa       xmm11, xmm7
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm12, xmm8
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 32]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 48]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 16]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm7, xmm11
-    psubd        xmm8, xmm12
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddd        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddd        xmm6, xmm8
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
-    psubd        xmm3, xmm7
-    psubd        xmm4, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 96]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 112]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 64]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 80]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddd        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm6
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
-    psubd        xmm9, xmm5
-    psubd        xmm10, xmm6
-    movshdup     xmm5, xmm3
-    movshdup     xmm6, xmm4
-    movdqa       xmm11, xmm3
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 160]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 176]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 144]
-    pmulld       xmm11, xmm0
-    pmulld       xmm12, xmm0
-    psubd        xmm3, xmm11
-    psubd        xmm4, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddd        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddd        xmm6, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi + 224], xmm7
-    movdqu       [rdi + 240], xmm8
-    movdqu       [rdi + 480], xmm9
-    movdqu       [rdi + 496], xmm10
-    movdqu       [rdi + 736], xmm5
-    movdqu       [rdi + 752], xmm6
-    movdqu       [rdi + 992], xmm1
-    movdqu       [rdi + 1008], xmm2
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat1
+    add          rdi, -256                           ; back to the argument
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -7771,18 +7050,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 208]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -7791,24 +7071,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 208]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -7817,24 +7099,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 208]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -7844,8 +7128,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -7853,20 +7138,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, [rsp + 64]                    ; reload
     movdqa       [rsp + 192], xmm2                   ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 224]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 240]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 208]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -7877,26 +7163,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 288]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 256
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 304]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 288]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 304]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 256]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 272]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -7905,24 +7193,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 288]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 256
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 304]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 288]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 304]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 256]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 272]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -7931,24 +7221,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 352]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 320
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 368]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 352]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 368]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 336]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -7958,8 +7250,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 32]
@@ -7967,20 +7260,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 352]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 320
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 368]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 352]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 368]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 336]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -7991,26 +7285,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 416]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 512] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 384
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 432]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 416]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 432]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 384]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 400]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -8019,24 +7315,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 480]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 576] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 448
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 496]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 480]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 496]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 448]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 464]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -8045,24 +7343,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 544]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 512
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 560]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 544]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 560]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 512]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 528]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -8072,8 +7372,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 160]
@@ -8081,20 +7382,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 160]                  ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 608]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 704] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 576
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 624]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 608]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 624]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 576]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 592]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -8105,26 +7407,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm5
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 672]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 768] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 640
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 688]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 672]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 688]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 640]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 656]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -8133,24 +7437,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 736]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 832] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 704
+    pmuludq      xmm9, [rcx - 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 752]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 736]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 752]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm5, [rcx - 80]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 704]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 720]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -8159,26 +7465,28 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    paddd        xmm10, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp + 32]
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 800]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 768
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 816]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 800]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 816]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 768]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 784]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -8189,26 +7497,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 864]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 960] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 832
+    pmuludq      xmm9, [rcx - 96]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 880]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 864]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 880]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 832]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 848]
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -8219,8 +7529,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -8255,18 +7566,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm4
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 928]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1024] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 896
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 944]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 960]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 976]
+    pmuludq      xmm9, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 896]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 912]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -8275,24 +7587,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1024]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 992
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1040]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1056]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1072]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 992]
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1008]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm5, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -8302,25 +7616,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 192]                   ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm8, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1120]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1216] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1088
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1136]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1152]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1168]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1088]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1104]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -8330,27 +7646,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 64]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1216]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1312] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1184
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1232]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1248]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1264]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1184]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1200]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -8361,8 +7679,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp]                        ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    paddd        xmm7, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -8397,18 +7716,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm6
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1312]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1280
+    pmuludq      xmm3, [rcx - 96]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1328]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1344]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1360]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1280]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1296]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -8417,24 +7737,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1408]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1504] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1376
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1424]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1440]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1456]
+    pmuludq      xmm6, [rcx - 64]
+    pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1376]
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1392]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -8444,25 +7766,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1504]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1600] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1472
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1520]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1536]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1552]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1472]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1488]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -8472,27 +7796,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 96]
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1600]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1568
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1616]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1632]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1648]
+    pmuludq      xmm1, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1568]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1584]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -8503,8 +7829,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm5, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm5, [rcx - 112]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi], xmm3
@@ -8549,18 +7876,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1664]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1680]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -8569,24 +7897,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1664]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1680]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -8595,24 +7925,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1664]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1680]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -8622,8 +7954,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 32]
@@ -8631,20 +7964,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1712]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1664]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1680]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -8655,26 +7989,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1760]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1856] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1728
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1776]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1760]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1776]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1728]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1744]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -8683,24 +8019,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1760]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1856] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1728
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1776]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1760]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1776]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1728]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1744]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -8709,24 +8047,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1824]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1792
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1840]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1824]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1840]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1808]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -8736,8 +8076,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 64]
@@ -8745,20 +8086,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1824]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1792
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, [rsp + 192]                   ; reload
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1840]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1824]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1840]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1808]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -8769,26 +8111,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1888]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1984] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1856
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1904]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1888]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1904]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1856]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1872]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -8797,24 +8141,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1952]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2048] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1920
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1968]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1952]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1968]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1920]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1936]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -8823,24 +8169,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2016]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2112] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1984
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2032]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2016]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2032]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1984]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2000]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -8850,8 +8198,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 96]
@@ -8859,20 +8208,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2080]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2048
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2096]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2080]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2096]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2048]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2064]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -8883,26 +8233,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm5
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2144]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2240] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2112
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2160]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2144]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2160]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2112]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2128]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -8911,24 +8263,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2208]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2304] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2176
+    pmuludq      xmm9, [rcx - 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2224]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2208]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2224]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm5, [rcx - 80]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2176]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2192]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -8937,26 +8291,28 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    paddd        xmm10, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp + 64]
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2272]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2368] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2240
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2288]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2272]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2288]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2240]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2256]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -8967,26 +8323,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2336]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2304
+    pmuludq      xmm9, [rcx - 96]
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2352]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2336]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2352]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2304]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2320]
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -8997,8 +8355,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -9033,18 +8392,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 192], xmm6                   ; spill
     movdqa       xmm6, xmm4
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2400]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2496] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2368
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2416]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2432]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2448]
+    pmuludq      xmm9, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2368]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2384]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -9053,24 +8413,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2496]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2592] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2464
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2512]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2528]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2544]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2464]
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2480]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm5, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -9080,25 +8442,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 160]                   ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm8, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2592]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2560
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2608]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2624]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2640]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2560]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2576]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -9108,27 +8472,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2688]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2656
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp]                         ; reload
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2704]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2720]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2736]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2656]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2672]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -9139,8 +8505,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    paddd        xmm7, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -9175,18 +8542,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm6
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2784]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2880] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2752
+    pmuludq      xmm3, [rcx - 96]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2800]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2816]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2832]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2752]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2768]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -9195,24 +8563,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2880]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2848
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2896]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2912]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2928]
+    pmuludq      xmm6, [rcx - 64]
+    pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2848]
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2864]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -9222,25 +8592,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 192]                   ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2976]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3072] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2944
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2992]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3008]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3024]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2944]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2960]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -9250,27 +8622,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 32]
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3072]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3040
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3088]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3104]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3120]
+    pmuludq      xmm1, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3040]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3056]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -9281,8 +8655,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp + 64]                    ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm5, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm5, [rcx - 112]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi + 256], xmm3
@@ -9327,18 +8702,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3136]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3152]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -9347,24 +8723,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3136]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3152]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -9373,24 +8751,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3136]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3152]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -9400,8 +8780,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 64]
@@ -9409,20 +8790,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, [rsp + 192]                   ; reload
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3184]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3136]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3152]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -9433,26 +8815,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3232]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3200
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3248]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3232]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3248]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3200]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3216]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -9461,24 +8845,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3232]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3200
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3248]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3232]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3248]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3200]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3216]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -9487,24 +8873,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3296]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3392] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3264
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3312]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3296]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3312]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3280]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -9514,8 +8902,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp]
@@ -9523,20 +8912,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3296]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3392] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3264
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm1                   ; spill
     movdqa       xmm1, [rsp + 160]                   ; reload
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3312]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3296]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3312]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3280]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -9547,26 +8937,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3360]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3456] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3328
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3376]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3360]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3376]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3328]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3344]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -9575,24 +8967,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3424]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3520] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3392
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3440]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3424]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3440]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3392]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3408]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -9601,24 +8995,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3488]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3584] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3456
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3504]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3488]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3504]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3456]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3472]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -9628,8 +9024,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 32]
@@ -9637,20 +9034,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3552]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3648] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3520
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3568]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3552]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3568]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3520]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3536]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -9661,26 +9059,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm5
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3616]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3712] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3584
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3632]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3616]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3632]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3584]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3600]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -9689,24 +9089,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3680]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3776] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3648
+    pmuludq      xmm9, [rcx - 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3696]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3680]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3696]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm5, [rcx - 80]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3648]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3664]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -9715,26 +9117,28 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    paddd        xmm10, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp]
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3744]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3840] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3712
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3760]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3744]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3760]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3712]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3728]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -9745,26 +9149,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3808]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3904] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3776
+    pmuludq      xmm9, [rcx - 96]
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3824]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3808]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3824]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3776]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3792]
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -9775,8 +9181,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -9811,18 +9218,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 160], xmm6                   ; spill
     movdqa       xmm6, xmm4
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3872]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3968] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3840
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3888]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3904]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3920]
+    pmuludq      xmm9, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3840]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3856]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -9831,24 +9239,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3968]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4064] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3936
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3984]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4000]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4016]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3936]
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3952]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm5, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -9858,25 +9268,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm8, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4064]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4160] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4032
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4080]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4096]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4112]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4032]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4048]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -9886,27 +9298,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 192]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4160]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4256] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4128
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 192]                   ; reload
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4176]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4192]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4208]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4128]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4144]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -9917,8 +9331,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    paddd        xmm7, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -9953,18 +9368,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm6
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4256]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4352] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4224
+    pmuludq      xmm3, [rcx - 96]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4272]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4288]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4304]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4224]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4240]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -9973,24 +9389,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4352]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4320
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4368]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4384]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4400]
+    pmuludq      xmm6, [rcx - 64]
+    pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4320]
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4336]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -10000,25 +9418,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 160]                   ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4448]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4544] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4416
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4464]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4480]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4496]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4416]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4432]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -10028,27 +9448,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 64]
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4544]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4512
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4560]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4576]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4592]
+    pmuludq      xmm1, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4512]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4528]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -10059,8 +9481,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp]                         ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm5, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm5, [rcx - 112]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi + 512], xmm3
@@ -10105,18 +9528,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4608]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4624]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -10125,24 +9549,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4608]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4624]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -10151,24 +9577,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4608]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4624]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -10178,8 +9606,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp]
@@ -10187,20 +9616,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, [rsp + 160]                   ; reload
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4656]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4608]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4624]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -10211,26 +9641,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4704]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4800] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4672
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm2                   ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4720]
+    pmuludq      xmm2, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4704]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4720]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4672]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4688]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -10239,24 +9671,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4704]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4800] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4672
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4720]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4704]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4720]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4672]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4688]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -10265,24 +9699,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4768]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4736
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4784]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4768]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4784]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4752]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -10292,8 +9728,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 192]
@@ -10301,20 +9738,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 192]                  ; reload
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4768]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4736
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4784]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4768]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4784]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4752]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -10325,26 +9763,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4832]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4928] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4800
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4848]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4832]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4848]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4800]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4816]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -10353,24 +9793,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4896]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4992] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4864
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4912]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4896]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4912]
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4864]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4880]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -10379,24 +9821,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4960]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5056] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4928
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4976]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4960]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4976]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4928]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4944]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -10406,8 +9850,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 64]
@@ -10415,20 +9860,21 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5024]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4992
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5040]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5024]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5040]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4992]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5008]
+    pmulld       xmm15, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -10439,26 +9885,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm11, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm5
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5088]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5184] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5056
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5104]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5088]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5104]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5056]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5072]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -10467,24 +9915,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5152]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5248] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5120
+    pmuludq      xmm9, [rcx - 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5168]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5152]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5168]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm5, [rcx - 80]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5120]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5136]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -10493,26 +9943,28 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    paddd        xmm10, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp + 192]
     movdqa       xmm12, xmm13
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5216]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5312] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5184
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, [rsp + 192]                  ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5232]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5216]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5232]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5184]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5200]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -10523,26 +9975,28 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm14
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5280]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5248
+    pmuludq      xmm9, [rcx - 96]
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5296]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5280]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5296]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5248]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5264]
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -10553,8 +10007,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm13, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -10589,18 +10044,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 96], xmm6                    ; spill
     movdqa       xmm6, xmm4
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5344]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5312
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5360]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5376]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5392]
+    pmuludq      xmm9, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5312]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5328]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -10609,24 +10065,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5440]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5536] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5408
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5456]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5488]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5408]
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5424]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm5, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -10636,25 +10094,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm8, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5536]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5504
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5552]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5568]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5584]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5520]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -10664,27 +10124,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    paddd        xmm3, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 160]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5632]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5728] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5600
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 160]                   ; reload
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5648]
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5664]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5680]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5600]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5616]
+    pmulld       xmm12, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -10695,8 +10157,9 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    paddd        xmm7, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -10731,18 +10194,19 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 192], xmm3                   ; spill
     movdqa       xmm3, xmm6
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5728]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5696
+    pmuludq      xmm3, [rcx - 96]
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5744]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5760]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5776]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5696]
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5712]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -10751,24 +10215,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    paddd        xmm2, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5824]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5792
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5840]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5856]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5872]
+    pmuludq      xmm6, [rcx - 64]
+    pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5792]
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5808]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -10778,25 +10244,27 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm9, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm9, [rcx - 112]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5920]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5888
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5936]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5952]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5968]
+    pmuludq      xmm4, [rcx - 64]
+    pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5888]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5904]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -10806,27 +10274,29 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp]
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6016]
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6112] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5984
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, [rsp]                        ; reload
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6032]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6048]
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6064]
+    pmuludq      xmm1, [rcx - 64]
+    pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5984]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6000]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -10873,12 +10343,16 @@ kg_dilithium8380417_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-8}, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_basemul_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_sse.end - kg_dilithium8380417_basemul_sse)
 align 32
 kg_dilithium8380417_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm9, [rel pd_58728449]             ; held in a register: read 64 times
+    movdqu       xmm10, [rel pd_58728449 + 16]       ; held in a register: read 64 times
+    movdqu       xmm11, [rel pd_16760834]            ; held in a register: read 32 times
+    movdqu       xmm12, [rel pd_16760834 + 16]       ; held in a register: read 32 times
     movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -10891,9 +10365,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -10901,9 +10375,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -10916,8 +10390,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -10933,9 +10407,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -10943,9 +10417,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -10958,8 +10432,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -10975,9 +10449,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -10985,9 +10459,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11000,8 +10474,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -11017,9 +10491,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11027,9 +10501,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11042,8 +10516,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -11059,9 +10533,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11069,9 +10543,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11084,8 +10558,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -11101,9 +10575,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11111,9 +10585,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11126,8 +10600,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -11143,9 +10617,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11153,9 +10627,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11168,8 +10642,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -11185,9 +10659,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11195,9 +10669,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11210,8 +10684,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -11227,9 +10701,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11237,9 +10711,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11252,8 +10726,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -11269,9 +10743,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11279,9 +10753,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11294,8 +10768,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -11311,9 +10785,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11321,9 +10795,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11336,8 +10810,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -11353,9 +10827,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11363,9 +10837,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11378,8 +10852,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -11395,9 +10869,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11405,9 +10879,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11420,8 +10894,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -11437,9 +10911,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11447,9 +10921,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11462,8 +10936,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -11479,9 +10953,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11489,9 +10963,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11504,8 +10978,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -11521,9 +10995,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11531,9 +11005,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11546,8 +11020,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -11563,9 +11037,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11573,9 +11047,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11588,8 +11062,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -11605,9 +11079,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11615,9 +11089,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11630,8 +11104,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -11647,9 +11121,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11657,9 +11131,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11672,8 +11146,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -11689,9 +11163,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11699,9 +11173,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11714,8 +11188,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -11731,9 +11205,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11741,9 +11215,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11756,8 +11230,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -11773,9 +11247,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11783,9 +11257,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11798,8 +11272,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -11815,9 +11289,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11825,9 +11299,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11840,8 +11314,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -11857,9 +11331,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11867,9 +11341,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11882,8 +11356,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -11899,9 +11373,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11909,9 +11383,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11924,8 +11398,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -11941,9 +11415,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11951,9 +11425,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -11966,8 +11440,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -11983,9 +11457,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -11993,9 +11467,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12008,8 +11482,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -12025,9 +11499,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -12035,9 +11509,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12050,8 +11524,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -12067,9 +11541,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -12077,9 +11551,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12092,8 +11566,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -12109,9 +11583,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -12119,9 +11593,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12134,8 +11608,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -12151,9 +11625,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -12161,9 +11635,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12176,8 +11650,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_16760834]
-    pand         xmm4, [rel pd_16760834 + 16]
+    pand         xmm3, xmm11
+    pand         xmm4, xmm12
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -12193,9 +11667,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm1, xmm3
     pmuldq       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm2
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm1, xmm3
@@ -12203,9 +11677,9 @@ kg_dilithium8380417_basemul_sse:
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmuldq       xmm3, [rel pd_58728449]
+    pmuldq       xmm3, xmm9
     movdqa       xmm4, xmm6
-    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm10
     pmuldq       xmm3, xmm0
     pmuldq       xmm4, xmm0
     psubd        xmm5, xmm3
@@ -12218,8 +11692,8 @@ kg_dilithium8380417_basemul_sse:
     psrad        xmm2, 31
     movdqa       xmm3, xmm1
     psrad        xmm3, 31
-    pand         xmm2, [rel pd_16760834]
-    pand         xmm3, [rel pd_16760834 + 16]
+    pand         xmm2, xmm11
+    pand         xmm3, xmm12
     paddd        xmm0, xmm2
     paddd        xmm1, xmm3
     movdqu       [rdi + 992], xmm0
@@ -12235,7 +11709,8 @@ kg_dilithium8380417_basemul_sse:
 ;   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
+;   loops: 2 x 124 and 4 x 126 instructions (repeated groups rolled: 4457 instructions run, 4220 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -12249,7 +11724,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 256
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
+    movdqu       xmm0, [rcx - 128]                   ; q = 8380417
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -12273,26 +11749,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm1, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm1
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 0
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 64]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 80]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 16]
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm1, xmm13
@@ -12300,17 +11778,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm3, [rel pd_8395782]
-    pmuludq      xmm4, [rel pd_8395782 + 16]
+    pmuludq      xmm3, [rcx - 128]
+    pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm14, [rel pd_16382]
-    pmulld       xmm15, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
@@ -12319,24 +11799,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm12, xmm5
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 128]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 96
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 144]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 160]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 176]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 96]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 112]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
@@ -12344,17 +11826,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm3
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm3
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm3, [rel pd_16382]
-    pmulld       xmm4, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
@@ -12363,25 +11847,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 128]
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 224]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 192
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 240]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm4, xmm4
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 256]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 272]
+    pmuludq      xmm11, [rcx - 64]
+    pmuludq      xmm12, [rcx - 48]
     pblendw      xmm13, xmm11, 204
     pblendw      xmm4, xmm12, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 192]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 208]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm13, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
@@ -12389,17 +11875,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm8
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rel pd_8395782]
-    pmuludq      xmm11, [rel pd_8395782 + 16]
+    pmuludq      xmm4, [rcx - 128]
+    pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rel pd_16382]
-    pmulld       xmm8, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
@@ -12410,8 +11898,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 32]
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, [rsp + 64]
     psubd        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm8                    ; spill
@@ -12420,18 +11909,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm12
     movdqa       [rsp], xmm10                        ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 320]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 416] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 288
+    pmuludq      xmm10, [rcx - 96]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 336]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 352]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 368]
+    pmuludq      xmm8, [rcx - 64]
+    pmuludq      xmm7, [rcx - 48]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm9, xmm7, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 288]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 304]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
@@ -12439,17 +11929,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm11
     movshdup     xmm8, xmm13
     movdqa       xmm9, xmm11
-    pmuludq      xmm9, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm9, [rcx - 128]
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel pd_8395782 + 16]
+    pmuludq      xmm10, [rcx - 112]
     movshdup     xmm9, xmm9
     movshdup     xmm10, xmm10
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    pmulld       xmm11, [rel pd_16382]
-    pmulld       xmm13, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm9, xmm0
     pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
@@ -12515,25 +12007,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
     movshdup     xmm14, xmm7
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 416]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 384
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 432]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 416]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 432]
+    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
     pblendw      xmm4, xmm14, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 384]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 400]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
@@ -12543,8 +12037,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 128]
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm8, [rsp + 192]
     psubd        xmm12, [rsp + 128]
     movshdup     xmm15, xmm8
@@ -12552,18 +12047,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 480]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 576] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 448
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 496]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 480]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 496]
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 448]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 464]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm4, xmm0
     pmulld       xmm7, xmm0
     psubd        xmm8, xmm4
@@ -12573,25 +12069,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 544]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 640] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 512
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 224], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 560]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 544]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 560]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 512]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 528]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm15, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm4, xmm15
@@ -12600,24 +12098,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm1
     paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm1, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
     psubd        xmm1, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm1
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 608]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 576
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 624]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 608]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 624]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 576]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 592]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm14
@@ -12656,27 +12156,30 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm2
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    paddd        xmm11, [rel pd_25141251]
-    paddd        xmm14, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm2
     psubd        xmm14, xmm13
     movshdup     xmm2, xmm11
     movshdup     xmm13, xmm14
     movdqa       [rsp + 224], xmm6                   ; spill
     movdqa       xmm6, xmm11
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 672]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 768] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 640
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 192], xmm1                   ; spill
     movdqa       xmm1, xmm14
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 688]
+    pmuludq      xmm1, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm1, xmm1
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 672]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 688]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm6, xmm2, 204
     pblendw      xmm1, xmm13, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 640]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 656]
-    movdqu       xmm2, [rel pd_8380417]              ; reload
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
+    movdqu       xmm2, [rcx - 128]                   ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm1, xmm2
     psubd        xmm11, xmm6
@@ -12686,26 +12189,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm0
     paddd        xmm13, xmm15
-    paddd        xmm1, [rel pd_25141251]
-    paddd        xmm0, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm1, xmm9
     psubd        xmm0, xmm15
     movshdup     xmm9, xmm1
     movshdup     xmm15, xmm0
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm1
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 736]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 832] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 704
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm0
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 752]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 736]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 752]
+    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 704]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 720]
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm6, xmm2
     psubd        xmm1, xmm13
@@ -12715,25 +12220,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    paddd        xmm6, [rel pd_25141251]
-    paddd        xmm8, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 800]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 768
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 816]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 800]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 816]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 768]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 784]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm6, xmm15
@@ -12742,24 +12249,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    paddd        xmm3, [rel pd_25141251]
-    paddd        xmm4, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 864]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 960] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 832
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 880]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 864]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 880]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 832]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 848]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm3, xmm13
@@ -12769,26 +12278,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 224]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    paddd        xmm5, [rel pd_41902085]
-    paddd        xmm11, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, [rsp + 224]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
     movshdup     xmm15, xmm11
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm5
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 928]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1024] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 896
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 944]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm10, xmm10
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 928]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 944]
+    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm14, 204
     pblendw      xmm10, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 896]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 912]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm5, xmm13
@@ -12798,26 +12309,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 160]
     movdqa       xmm14, xmm1
     paddd        xmm14, xmm0
-    paddd        xmm10, [rel pd_41902085]
-    paddd        xmm1, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm10, [rsp + 160]
     psubd        xmm1, xmm0
     movshdup     xmm0, xmm10
     movshdup     xmm15, xmm1
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 992]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 960
+    pmuludq      xmm11, [rcx - 96]
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1008]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 992]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1008]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm11, xmm0, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 960]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 976]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm11, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm10, xmm11
@@ -12826,25 +12339,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, [rsp + 128]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    paddd        xmm9, [rel pd_41902085]
-    paddd        xmm6, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, [rsp + 128]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1056]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1152] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1024
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1072]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1056]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1072]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1024]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1040]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm9, xmm15
@@ -12853,24 +12368,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    paddd        xmm7, [rel pd_41902085]
-    paddd        xmm3, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1120]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1216] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1088
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1136]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1120]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1136]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1088]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1104]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm7, xmm12
@@ -12881,26 +12398,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    paddd        xmm4, [rel pd_75423753]
-    paddd        xmm12, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
     movshdup     xmm14, xmm12
     movdqa       [rsp + 224], xmm15                  ; spill
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1184]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1152
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1200]
+    pmuludq      xmm11, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm11, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1184]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1200]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm13, 204
     pblendw      xmm11, xmm14, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1152]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1168]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm11, xmm2
     psubd        xmm4, xmm15
@@ -12911,26 +12430,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm1
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1184]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1152
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1200]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1184]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1200]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm12, xmm1, 204
     pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1152]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1168]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm11, xmm12
@@ -12940,25 +12461,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    paddd        xmm0, [rel pd_75423753]
-    paddd        xmm4, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm0, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm0
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm0
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1248]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1216
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1264]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1248]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1264]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1216]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1232]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm0, xmm12
@@ -12967,24 +12490,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1248]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1216
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1264]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1248]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1264]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1216]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1232]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm9, xmm12
@@ -12995,26 +12520,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    paddd        xmm3, [rel pd_142467089]
-    paddd        xmm12, [rel pd_142467089 + 16]
+    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm3, xmm1
     psubd        xmm12, xmm10
     movshdup     xmm1, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp + 224], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
+    pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 192], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm14, xmm1, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1296]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm14, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm3, xmm14
@@ -13023,24 +12550,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    paddd        xmm13, [rel pd_25141251]
-    paddd        xmm15, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm13, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1296]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm10, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm13, xmm10
@@ -13051,26 +12580,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm5, xmm0
     psubd        xmm10, xmm4
     movshdup     xmm0, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm0, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1296]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm15
@@ -13080,25 +12611,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1312]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1328]
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1296]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm15
@@ -13147,26 +12680,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm1, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1376]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1344
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1392]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1424]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1344]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1360]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -13174,17 +12709,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm3, [rel pd_8395782]
-    pmuludq      xmm4, [rel pd_8395782 + 16]
+    pmuludq      xmm3, [rcx - 128]
+    pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm14, [rel pd_16382]
-    pmulld       xmm15, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -13193,24 +12730,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm12, xmm5
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1472]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1440
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1488]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1504]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1520]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1456]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm12
@@ -13218,17 +12757,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm3
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm3
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm3, [rel pd_16382]
-    pmulld       xmm4, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -13237,25 +12778,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 192]
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 192]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1568]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1536
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1584]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm4, xmm4
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1600]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1616]
+    pmuludq      xmm11, [rcx - 64]
+    pmuludq      xmm12, [rcx - 48]
     pblendw      xmm13, xmm11, 204
     pblendw      xmm4, xmm12, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1536]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1552]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm9, xmm13
@@ -13263,17 +12806,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm8
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rel pd_8395782]
-    pmuludq      xmm11, [rel pd_8395782 + 16]
+    pmuludq      xmm4, [rcx - 128]
+    pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rel pd_16382]
-    pmulld       xmm8, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -13284,8 +12829,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 160]
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, [rsp]
     psubd        xmm12, [rsp + 160]
     movdqa       [rsp + 160], xmm8                   ; spill
@@ -13294,18 +12840,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm12
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1664]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1632
+    pmuludq      xmm10, [rcx - 96]
     movdqa       [rsp + 224], xmm9                   ; spill
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1680]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1696]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1712]
+    pmuludq      xmm8, [rcx - 64]
+    pmuludq      xmm7, [rcx - 48]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm9, xmm7, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1632]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1648]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm2
     pmulld       xmm9, xmm2
     psubd        xmm4, xmm10
@@ -13313,17 +12860,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm11
     movshdup     xmm8, xmm13
     movdqa       xmm9, xmm11
-    pmuludq      xmm9, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm9, [rcx - 128]
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel pd_8395782 + 16]
+    pmuludq      xmm10, [rcx - 112]
     movshdup     xmm9, xmm9
     movshdup     xmm10, xmm10
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    pmulld       xmm11, [rel pd_16382]
-    pmulld       xmm13, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm9, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm9
@@ -13389,25 +12938,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
     movshdup     xmm14, xmm7
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1760]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1856] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1728
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1776]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1760]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1776]
+    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
     pblendw      xmm4, xmm14, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1728]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1744]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm9, xmm15
@@ -13417,8 +12968,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 192]
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm8, [rsp + 32]
     psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm8
@@ -13426,18 +12978,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1824]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1792
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1840]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1824]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1840]
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1792]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1808]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -13447,25 +13000,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1888]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1984] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1856
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1904]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1888]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1904]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1856]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1872]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -13474,24 +13029,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm0, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1952]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2048] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1920
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1968]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1952]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1968]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1920]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1936]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -13530,27 +13087,30 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm1
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    paddd        xmm11, [rel pd_25141251]
-    paddd        xmm14, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm1
     psubd        xmm14, xmm13
     movshdup     xmm1, xmm11
     movshdup     xmm13, xmm14
     movdqa       [rsp + 64], xmm6                    ; spill
     movdqa       xmm6, xmm11
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2016]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2112] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1984
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2032]
+    pmuludq      xmm0, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2016]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2032]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm6, xmm1, 204
     pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1984]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2000]
-    movdqu       xmm1, [rel pd_8380417]              ; reload
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
+    movdqu       xmm1, [rcx - 128]                   ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
     psubd        xmm11, xmm6
@@ -13560,26 +13120,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm2
     paddd        xmm13, xmm15
-    paddd        xmm0, [rel pd_25141251]
-    paddd        xmm2, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm9
     psubd        xmm2, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm2
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2080]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2048
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2096]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2080]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2096]
+    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2048]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2064]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm6, xmm1
     psubd        xmm0, xmm13
@@ -13589,25 +13151,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    paddd        xmm6, [rel pd_25141251]
-    paddd        xmm8, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2144]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2240] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2112
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2160]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2144]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2160]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2112]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2128]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm6, xmm15
@@ -13616,24 +13180,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    paddd        xmm3, [rel pd_25141251]
-    paddd        xmm4, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2208]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2304] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2176
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2224]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2208]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2224]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2176]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2192]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm3, xmm13
@@ -13643,26 +13209,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 64]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    paddd        xmm5, [rel pd_41902085]
-    paddd        xmm11, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, [rsp + 64]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
     movshdup     xmm15, xmm11
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm5
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2272]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2368] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2240
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2288]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm10, xmm10
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2272]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2288]
+    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm14, 204
     pblendw      xmm10, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2240]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2256]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm5, xmm13
@@ -13672,26 +13240,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 96]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm2
-    paddd        xmm10, [rel pd_41902085]
-    paddd        xmm0, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm10, [rsp + 96]
     psubd        xmm0, xmm2
     movshdup     xmm2, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2336]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2304
+    pmuludq      xmm11, [rcx - 96]
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2352]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2336]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2352]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm11, xmm2, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2304]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2320]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm10, xmm11
@@ -13700,25 +13270,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, [rsp + 192]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    paddd        xmm9, [rel pd_41902085]
-    paddd        xmm6, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, [rsp + 192]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2400]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2496] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2368
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2416]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2400]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2416]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2368]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2384]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm9, xmm15
@@ -13727,24 +13299,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    paddd        xmm7, [rel pd_41902085]
-    paddd        xmm3, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2464]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2560] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2432
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2480]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2464]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2480]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2432]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2448]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm7, xmm12
@@ -13755,26 +13329,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    paddd        xmm4, [rel pd_75423753]
-    paddd        xmm12, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
     movshdup     xmm14, xmm12
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2528]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2496
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2544]
+    pmuludq      xmm11, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm11, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2528]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2544]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm13, 204
     pblendw      xmm11, xmm14, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2496]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2512]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm11, xmm1
     psubd        xmm4, xmm15
@@ -13785,26 +13361,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2528]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2496
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2544]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2528]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2544]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm12, xmm0, 204
     pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2496]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2512]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm4, xmm1
     psubd        xmm11, xmm12
@@ -13814,25 +13392,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    paddd        xmm2, [rel pd_75423753]
-    paddd        xmm4, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm2, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm2
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2592]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2560
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2608]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2592]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2608]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2560]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2576]
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm2, xmm12
@@ -13841,24 +13421,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2592]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2560
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2608]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2592]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2608]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2560]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2576]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm9, xmm12
@@ -13869,26 +13451,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    paddd        xmm3, [rel pd_142467089]
-    paddd        xmm12, [rel pd_142467089 + 16]
+    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm3, xmm0
     psubd        xmm12, xmm10
     movshdup     xmm0, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
+    pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2640]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm14, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm3, xmm14
@@ -13897,24 +13481,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    paddd        xmm13, [rel pd_25141251]
-    paddd        xmm15, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm13, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2640]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm10, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm10
@@ -13925,26 +13511,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm5, xmm2
     psubd        xmm10, xmm4
     movshdup     xmm2, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm2, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2640]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm5, xmm15
@@ -13954,25 +13542,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2656]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2672]
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2640]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm15
@@ -14021,26 +13611,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2720]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2816] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2688
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2736]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2768]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2688]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2704]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm13
@@ -14048,17 +13640,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm3, [rel pd_8395782]
-    pmuludq      xmm4, [rel pd_8395782 + 16]
+    pmuludq      xmm3, [rcx - 128]
+    pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm14, [rel pd_16382]
-    pmulld       xmm15, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm14, xmm12
@@ -14067,24 +13661,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm12, xmm5
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2816]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2912] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2784
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2832]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2848]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2864]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2784]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2800]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm5, xmm12
@@ -14092,17 +13688,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm3
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm3
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm3, [rel pd_16382]
-    pmulld       xmm4, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm3, xmm12
@@ -14111,25 +13709,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 32]
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 32]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2912]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3008] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2880
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm10
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2928]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm4, xmm4
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2944]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2960]
+    pmuludq      xmm11, [rcx - 64]
+    pmuludq      xmm12, [rcx - 48]
     pblendw      xmm13, xmm11, 204
     pblendw      xmm4, xmm12, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2880]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2896]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm4, xmm1
     psubd        xmm9, xmm13
@@ -14137,17 +13737,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm8
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rel pd_8395782]
-    pmuludq      xmm11, [rel pd_8395782 + 16]
+    pmuludq      xmm4, [rcx - 128]
+    pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rel pd_16382]
-    pmulld       xmm8, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm7, xmm12
@@ -14158,8 +13760,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 96]
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, [rsp + 128]
     psubd        xmm12, [rsp + 96]
     movdqa       [rsp + 96], xmm8                    ; spill
@@ -14168,18 +13771,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm12
     movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3008]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3104] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2976
+    pmuludq      xmm10, [rcx - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3024]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3040]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3056]
+    pmuludq      xmm8, [rcx - 64]
+    pmuludq      xmm7, [rcx - 48]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm9, xmm7, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2976]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2992]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm1
     pmulld       xmm9, xmm1
     psubd        xmm4, xmm10
@@ -14187,17 +13791,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm11
     movshdup     xmm8, xmm13
     movdqa       xmm9, xmm11
-    pmuludq      xmm9, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm9, [rcx - 128]
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel pd_8395782 + 16]
+    pmuludq      xmm10, [rcx - 112]
     movshdup     xmm9, xmm9
     movshdup     xmm10, xmm10
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    pmulld       xmm11, [rel pd_16382]
-    pmulld       xmm13, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm9, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm9
@@ -14263,25 +13869,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
     movshdup     xmm14, xmm7
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3104]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3072
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3120]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3104]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3120]
+    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
     pblendw      xmm4, xmm14, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3072]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3088]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm4, xmm1
     psubd        xmm9, xmm15
@@ -14291,8 +13899,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm8, [rsp + 160]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm8
@@ -14300,18 +13909,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3168]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3136
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 224], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3184]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3168]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3184]
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3136]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3152]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm4, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm8, xmm4
@@ -14321,25 +13931,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3232]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3200
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3248]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3232]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3248]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3200]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3216]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm4, xmm15
@@ -14348,24 +13960,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm0, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3296]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3392] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3264
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3312]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3296]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3312]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3264]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3280]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm6, xmm14
@@ -14404,26 +14018,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm2
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    paddd        xmm11, [rel pd_25141251]
-    paddd        xmm14, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm2
     psubd        xmm14, xmm13
     movshdup     xmm2, xmm11
     movshdup     xmm13, xmm14
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm11
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3360]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3328
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3376]
+    pmuludq      xmm0, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm0, xmm0
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3360]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3376]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm6, xmm2, 204
     pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3328]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3344]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     movdqu       xmm2, [rel pd_8380417]              ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm0, xmm2
@@ -14434,26 +14050,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm1
     paddd        xmm13, xmm15
-    paddd        xmm0, [rel pd_25141251]
-    paddd        xmm1, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm0, xmm9
     psubd        xmm1, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm1
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3424]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3520] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3392
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm6                   ; spill
     movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3440]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3424]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3440]
+    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3392]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3408]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm6, xmm2
     psubd        xmm0, xmm13
@@ -14463,25 +14081,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    paddd        xmm6, [rel pd_25141251]
-    paddd        xmm8, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3488]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3584] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3456
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3504]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3488]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3504]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3456]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3472]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm6, xmm15
@@ -14490,24 +14110,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    paddd        xmm3, [rel pd_25141251]
-    paddd        xmm4, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3552]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3648] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3520
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3568]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3552]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3568]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3520]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3536]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm3, xmm13
@@ -14517,26 +14139,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    paddd        xmm5, [rel pd_41902085]
-    paddd        xmm11, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, [rsp]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
     movshdup     xmm15, xmm11
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm5
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3616]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3712] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3584
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3632]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm10, xmm10
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3616]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3632]
+    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm14, 204
     pblendw      xmm10, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3584]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3600]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm5, xmm13
@@ -14546,26 +14170,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 224]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm1
-    paddd        xmm10, [rel pd_41902085]
-    paddd        xmm0, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm10, [rsp + 224]
     psubd        xmm0, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 224], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3680]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3776] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3648
+    pmuludq      xmm11, [rcx - 96]
     movdqa       [rsp + 192], xmm5                   ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3696]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3680]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3696]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm11, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3648]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3664]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm11, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm10, xmm11
@@ -14574,25 +14200,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, [rsp + 32]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    paddd        xmm9, [rel pd_41902085]
-    paddd        xmm6, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, [rsp + 32]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3744]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3840] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3712
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3760]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3744]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3760]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3712]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3728]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm9, xmm15
@@ -14601,24 +14229,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    paddd        xmm7, [rel pd_41902085]
-    paddd        xmm3, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3808]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3904] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3776
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3824]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3808]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3824]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3776]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3792]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm7, xmm12
@@ -14629,26 +14259,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    paddd        xmm4, [rel pd_75423753]
-    paddd        xmm12, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
     movshdup     xmm14, xmm12
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3872]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3840
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3888]
+    pmuludq      xmm11, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm11, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3872]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3888]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm13, 204
     pblendw      xmm11, xmm14, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3840]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3856]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm11, xmm2
     psubd        xmm4, xmm15
@@ -14659,26 +14291,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 224]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 224], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3872]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3840
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3888]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3872]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3888]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm12, xmm0, 204
     pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3840]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3856]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm11, xmm12
@@ -14688,25 +14322,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    paddd        xmm1, [rel pd_75423753]
-    paddd        xmm4, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm1, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm1
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3936]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3904
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3952]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3936]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3952]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3904]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3920]
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm1, xmm12
@@ -14715,24 +14351,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3936]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3904
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3952]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3936]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3952]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3904]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3920]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm9, xmm12
@@ -14743,26 +14381,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    paddd        xmm3, [rel pd_142467089]
-    paddd        xmm12, [rel pd_142467089 + 16]
+    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm3, xmm0
     psubd        xmm12, xmm10
     movshdup     xmm0, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
+    pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3984]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm14, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm3, xmm14
@@ -14771,24 +14411,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    paddd        xmm13, [rel pd_25141251]
-    paddd        xmm15, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm13, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
+    pmuludq      xmm10, [rcx - 96]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3984]
+    pmulld       xmm13, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm10, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm13, xmm10
@@ -14799,26 +14441,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm5, xmm1
     psubd        xmm10, xmm4
     movshdup     xmm1, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 224], xmm15                  ; spill
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3984]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm15
@@ -14828,25 +14472,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4000]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4016]
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3984]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm15
@@ -14895,26 +14541,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm1, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4064]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4160] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4032
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4080]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4112]
+    pmuludq      xmm3, [rcx - 64]
+    pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4032]
-    pmulld       xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4048]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -14922,17 +14570,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm15
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm3, [rel pd_8395782]
-    pmuludq      xmm4, [rel pd_8395782 + 16]
+    pmuludq      xmm3, [rcx - 128]
+    pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm14, [rel pd_16382]
-    pmulld       xmm15, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm14, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -14941,24 +14591,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm12, xmm5
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4160]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4256] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4128
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4176]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4192]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4208]
+    pmuludq      xmm7, [rcx - 64]
+    pmuludq      xmm8, [rcx - 48]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4128]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4144]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm12
@@ -14966,17 +14618,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm3
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm3
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm4
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    pmulld       xmm3, [rel pd_16382]
-    pmulld       xmm4, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -14985,25 +14639,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 160]
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 160]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4256]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4352] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4224
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm10
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4272]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm4, xmm4
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4288]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4304]
+    pmuludq      xmm11, [rcx - 64]
+    pmuludq      xmm12, [rcx - 48]
     pblendw      xmm13, xmm11, 204
     pblendw      xmm4, xmm12, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4224]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4240]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm13, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm9, xmm13
@@ -15011,17 +14667,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm8
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm12, [rcx - 128]
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel pd_8395782 + 16]
+    pmuludq      xmm13, [rcx - 112]
     movshdup     xmm12, xmm12
     movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rel pd_8395782]
-    pmuludq      xmm11, [rel pd_8395782 + 16]
+    pmuludq      xmm4, [rcx - 128]
+    pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rel pd_16382]
-    pmulld       xmm8, [rel pd_16382 + 16]
+    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -15032,8 +14690,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 224]
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, [rsp + 192]
     psubd        xmm12, [rsp + 224]
     movdqa       [rsp + 224], xmm8                   ; spill
@@ -15042,18 +14701,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm12
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4352]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4448] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4320
+    pmuludq      xmm10, [rcx - 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm12
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4368]
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4384]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4400]
+    pmuludq      xmm8, [rcx - 64]
+    pmuludq      xmm7, [rcx - 48]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm9, xmm7, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4320]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4336]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm10, xmm2
     pmulld       xmm9, xmm2
     psubd        xmm4, xmm10
@@ -15061,13 +14721,14 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm11
     movshdup     xmm8, xmm13
     movdqa       xmm9, xmm11
-    pmuludq      xmm9, [rel pd_8395782]
+    lea          rcx, [rel pd_8395782 + 128]         ; addresses pd_8395782 near byte 0
+    pmuludq      xmm9, [rcx - 128]
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel pd_8395782 + 16]
+    pmuludq      xmm10, [rcx - 112]
     movshdup     xmm9, xmm9
     movshdup     xmm10, xmm10
-    pmuludq      xmm7, [rel pd_8395782]
-    pmuludq      xmm8, [rel pd_8395782 + 16]
+    pmuludq      xmm7, [rcx - 128]
+    pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_16382]
@@ -15137,25 +14798,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm7, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
     movshdup     xmm14, xmm7
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4448]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4544] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4416
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4464]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4448]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4464]
+    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
     pblendw      xmm4, xmm14, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4416]
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4432]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm7, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm4, xmm2
     psubd        xmm9, xmm15
@@ -15165,8 +14828,9 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 160]
-    paddd        xmm8, [rel pd_16760834]
-    paddd        xmm12, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm8, [rsp + 96]
     psubd        xmm12, [rsp + 160]
     movshdup     xmm15, xmm8
@@ -15174,18 +14838,19 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4512]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4608] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4480
+    pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4528]
+    pmuludq      xmm7, [rcx - 80]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4512]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4528]
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4480]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4496]
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -15195,25 +14860,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_16760834]
-    paddd        xmm3, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4576]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4672] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4544
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4592]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4576]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4592]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4544]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4560]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -15222,24 +14889,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_16760834]
-    paddd        xmm0, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4640]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4608
+    pmuludq      xmm14, [rcx - 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4656]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4640]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4656]
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4608]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4624]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -15278,26 +14947,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm1
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    paddd        xmm11, [rel pd_25141251]
-    paddd        xmm14, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm1
     psubd        xmm14, xmm13
     movshdup     xmm1, xmm11
     movshdup     xmm13, xmm14
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm11
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4704]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4800] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4672
+    pmuludq      xmm6, [rcx - 96]
     movdqa       [rsp + 96], xmm0                    ; spill
     movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4720]
+    pmuludq      xmm0, [rcx - 80]
     movshdup     xmm6, xmm6
     movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4704]
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4720]
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
     pblendw      xmm6, xmm1, 204
     pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4672]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4688]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     movdqu       xmm1, [rel pd_8380417]              ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
@@ -15308,26 +14979,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm2
     paddd        xmm13, xmm15
-    paddd        xmm0, [rel pd_25141251]
-    paddd        xmm2, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm9
     psubd        xmm2, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4768]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4736
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4784]
+    pmuludq      xmm6, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4768]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4784]
+    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4736]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4752]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm6, xmm1
     psubd        xmm0, xmm13
@@ -15337,25 +15010,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    paddd        xmm6, [rel pd_25141251]
-    paddd        xmm8, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4832]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4928] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4800
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4848]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4832]
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4848]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4800]
-    pmulld       xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4816]
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm6, xmm15
@@ -15364,24 +15039,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    paddd        xmm3, [rel pd_25141251]
-    paddd        xmm4, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4896]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4864
+    pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4912]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4896]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4912]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4864]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4880]
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm3, xmm13
@@ -15391,26 +15068,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 128]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    paddd        xmm5, [rel pd_41902085]
-    paddd        xmm11, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm11, [rcx - 112]
     psubd        xmm5, [rsp + 128]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
     movshdup     xmm15, xmm11
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm5
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4960]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5056] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4928
+    pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm11
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4976]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm13, xmm13
     movshdup     xmm10, xmm10
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4960]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4976]
+    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm13, xmm14, 204
     pblendw      xmm10, xmm15, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4928]
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4944]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm11, [rcx - 112]
     pmulld       xmm13, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm5, xmm13
@@ -15420,26 +15099,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 64]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm2
-    paddd        xmm10, [rel pd_41902085]
-    paddd        xmm0, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm10, [rcx - 128]
+    paddd        xmm0, [rcx - 112]
     psubd        xmm10, [rsp + 64]
     psubd        xmm0, xmm2
     movshdup     xmm2, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5024]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5120] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4992
+    pmuludq      xmm11, [rcx - 96]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5040]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5024]
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5040]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
     pblendw      xmm11, xmm2, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4992]
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5008]
+    pmulld       xmm10, [rcx - 128]
+    pmulld       xmm0, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm10, xmm11
@@ -15448,25 +15129,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, [rsp + 160]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    paddd        xmm9, [rel pd_41902085]
-    paddd        xmm6, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, [rsp + 160]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5088]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5184] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5056
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5104]
+    pmuludq      xmm5, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5088]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5104]
+    pmuludq      xmm8, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5056]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5072]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm9, xmm15
@@ -15475,24 +15158,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    paddd        xmm7, [rel pd_41902085]
-    paddd        xmm3, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5152]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5120
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5168]
+    pmuludq      xmm15, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5152]
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5168]
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5120]
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5136]
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm7, xmm12
@@ -15503,26 +15188,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    paddd        xmm4, [rel pd_75423753]
-    paddd        xmm12, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm12, [rcx - 112]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
     movshdup     xmm14, xmm12
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5216]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5184
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5232]
+    pmuludq      xmm11, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm11, xmm11
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5216]
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5232]
+    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm13, 204
     pblendw      xmm11, xmm14, 204
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5184]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5200]
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm12, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm11, xmm1
     psubd        xmm4, xmm15
@@ -15533,26 +15220,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm14, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5216]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5184
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5232]
+    pmuludq      xmm4, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5216]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5232]
+    pmuludq      xmm0, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm12, xmm0, 204
     pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5184]
-    pmulld       xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5200]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm4, xmm1
     psubd        xmm11, xmm12
@@ -15562,25 +15251,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    paddd        xmm2, [rel pd_75423753]
-    paddd        xmm4, [rel pd_75423753 + 16]
+    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm2, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm2
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5280]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5248
+    pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5296]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5280]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5296]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5248]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5264]
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm2, xmm12
@@ -15589,24 +15280,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm9, [rcx - 128]
+    paddd        xmm6, [rcx - 112]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5280]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5248
+    pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5296]
+    pmuludq      xmm14, [rcx - 80]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5280]
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5296]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5248]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5264]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm9, xmm12
@@ -15625,18 +15318,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm0, [rcx - 32]
+    pmuludq      xmm10, [rcx - 16]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312]
-    pmulld       xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5328]
+    pmulld       xmm3, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm14, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm3, xmm14
@@ -15652,17 +15345,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
+    pmuludq      xmm10, [rcx - 32]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312]
-    pmulld       xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5328]
+    pmulld       xmm13, [rcx - 64]
+    pmulld       xmm15, [rcx - 48]
     pmulld       xmm10, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm10
@@ -15673,26 +15366,28 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm10, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm10, [rcx - 112]
     psubd        xmm5, xmm2
     psubd        xmm10, xmm4
     movshdup     xmm2, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5312
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm2, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5328]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm5, xmm15
@@ -15702,25 +15397,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_16760834]
-    paddd        xmm4, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm4, [rcx - 112]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5312
+    pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm10, [rcx - 80]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5344]
-    pmuludq      xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5360]
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312]
-    pmulld       xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5328]
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm4, [rcx - 112]
     pmulld       xmm15, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm15
@@ -15758,24 +15455,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_276553761]
-    paddd        xmm2, [rel pd_276553761 + 16]
+    lea          rcx, [rel pd_276553761 + 128]       ; addresses pd_276553761 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15791,17 +15490,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm5, xmm11
@@ -15817,17 +15516,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -15843,17 +15542,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm6, [rcx + 48]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm0, [rcx]
+    pmulld       xmm2, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15878,24 +15577,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_41902085]
-    paddd        xmm2, [rel pd_41902085 + 16]
+    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15911,17 +15612,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm5, xmm11
@@ -15932,22 +15633,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm8, xmm4
     paddd        xmm9, [rel pd_75423753]
     paddd        xmm10, [rel pd_75423753 + 16]
+    mov          rax, 2
+    .repeat1:
     psubd        xmm9, xmm3
     psubd        xmm10, xmm4
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -15963,17 +15667,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm6, [rcx + 48]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm0, [rcx]
+    pmulld       xmm2, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15998,24 +15702,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_25141251]
-    paddd        xmm2, [rel pd_25141251 + 16]
+    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -16031,17 +15737,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm5, xmm11
@@ -16052,22 +15758,29 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm8, xmm4
     paddd        xmm9, [rel pd_41902085]
     paddd        xmm10, [rel pd_41902085 + 16]
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat1
+    add          rdi, -64                            ; back to the argument
+    mov          rax, 4
+    .repeat2:
     psubd        xmm9, xmm3
     psubd        xmm10, xmm4
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -16076,144 +15789,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm6, [rcx + 48]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqu       [rdi + 64], xmm7
-    movdqu       [rdi + 80], xmm8
-    movdqu       [rdi + 320], xmm3
-    movdqu       [rdi + 336], xmm4
-    movdqu       [rdi + 576], xmm9
-    movdqu       [rdi + 592], xmm10
-    movdqu       [rdi + 832], xmm0
-    movdqu       [rdi + 848], xmm2
-    movdqu       xmm0, [rdi + 96]
-    movdqu       xmm2, [rdi + 112]
-    movdqu       xmm3, [rdi + 352]
-    movdqu       xmm4, [rdi + 368]
-    movdqu       xmm5, [rdi + 608]
-    movdqu       xmm6, [rdi + 624]
-    movdqu       xmm7, [rdi + 864]
-    movdqu       xmm8, [rdi + 880]
-    movdqa       xmm9, xmm0                          ; layer 1
-    paddd        xmm9, xmm3
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_25141251]
-    paddd        xmm2, [rel pd_25141251 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqa       xmm3, xmm5                          ; layer 1
-    paddd        xmm3, xmm7
-    movdqa       xmm4, xmm6
-    paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_25141251]
-    paddd        xmm6, [rel pd_25141251 + 16]
-    psubd        xmm5, xmm7
-    psubd        xmm6, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 0
-    paddd        xmm7, xmm3
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm4
-    paddd        xmm9, [rel pd_41902085]
-    paddd        xmm10, [rel pd_41902085 + 16]
-    psubd        xmm9, xmm3
-    psubd        xmm10, xmm4
-    movshdup     xmm3, xmm9
-    movshdup     xmm4, xmm10
-    movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm9, xmm11
-    psubd        xmm10, xmm12
-    movdqa       xmm3, xmm0                          ; layer 0
-    paddd        xmm3, xmm5
-    movdqa       xmm4, xmm2
-    paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
-    movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm0, [rcx]
+    pmulld       xmm2, [rcx + 16]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -16238,24 +15833,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
+    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
+    paddd        xmm0, [rcx - 128]
+    paddd        xmm2, [rcx - 112]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -16271,17 +15868,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm5, xmm11
@@ -16292,22 +15889,27 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm8, xmm4
     paddd        xmm9, [rel pd_25141251]
     paddd        xmm10, [rel pd_25141251 + 16]
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat2
+    add          rdi, -128                           ; back to the argument
     psubd        xmm9, xmm3
     psubd        xmm10, xmm4
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5632] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5504
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -16323,377 +15925,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm8
-    movdqu       [rdi + 384], xmm3
-    movdqu       [rdi + 400], xmm4
-    movdqu       [rdi + 640], xmm9
-    movdqu       [rdi + 656], xmm10
-    movdqu       [rdi + 896], xmm0
-    movdqu       [rdi + 912], xmm2
-    movdqu       xmm0, [rdi + 160]
-    movdqu       xmm2, [rdi + 176]
-    movdqu       xmm3, [rdi + 416]
-    movdqu       xmm4, [rdi + 432]
-    movdqu       xmm5, [rdi + 672]
-    movdqu       xmm6, [rdi + 688]
-    movdqu       xmm7, [rdi + 928]
-    movdqu       xmm8, [rdi + 944]
-    movdqa       xmm9, xmm0                          ; layer 1
-    paddd        xmm9, xmm3
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqa       xmm3, xmm5                          ; layer 1
-    paddd        xmm3, xmm7
-    movdqa       xmm4, xmm6
-    paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
-    psubd        xmm5, xmm7
-    psubd        xmm6, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 0
-    paddd        xmm7, xmm3
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm4
-    paddd        xmm9, [rel pd_25141251]
-    paddd        xmm10, [rel pd_25141251 + 16]
-    psubd        xmm9, xmm3
-    psubd        xmm10, xmm4
-    movshdup     xmm3, xmm9
-    movshdup     xmm4, xmm10
-    movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm9, xmm11
-    psubd        xmm10, xmm12
-    movdqa       xmm3, xmm0                          ; layer 0
-    paddd        xmm3, xmm5
-    movdqa       xmm4, xmm2
-    paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
-    movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqu       [rdi + 160], xmm7
-    movdqu       [rdi + 176], xmm8
-    movdqu       [rdi + 416], xmm3
-    movdqu       [rdi + 432], xmm4
-    movdqu       [rdi + 672], xmm9
-    movdqu       [rdi + 688], xmm10
-    movdqu       [rdi + 928], xmm0
-    movdqu       [rdi + 944], xmm2
-    movdqu       xmm0, [rdi + 192]
-    movdqu       xmm2, [rdi + 208]
-    movdqu       xmm3, [rdi + 448]
-    movdqu       xmm4, [rdi + 464]
-    movdqu       xmm5, [rdi + 704]
-    movdqu       xmm6, [rdi + 720]
-    movdqu       xmm7, [rdi + 960]
-    movdqu       xmm8, [rdi + 976]
-    movdqa       xmm9, xmm0                          ; layer 1
-    paddd        xmm9, xmm3
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqa       xmm3, xmm5                          ; layer 1
-    paddd        xmm3, xmm7
-    movdqa       xmm4, xmm6
-    paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
-    psubd        xmm5, xmm7
-    psubd        xmm6, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 0
-    paddd        xmm7, xmm3
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm4
-    paddd        xmm9, [rel pd_25141251]
-    paddd        xmm10, [rel pd_25141251 + 16]
-    psubd        xmm9, xmm3
-    psubd        xmm10, xmm4
-    movshdup     xmm3, xmm9
-    movshdup     xmm4, xmm10
-    movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm9, xmm11
-    psubd        xmm10, xmm12
-    movdqa       xmm3, xmm0                          ; layer 0
-    paddd        xmm3, xmm5
-    movdqa       xmm4, xmm2
-    paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
-    movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqu       [rdi + 192], xmm7
-    movdqu       [rdi + 208], xmm8
-    movdqu       [rdi + 448], xmm3
-    movdqu       [rdi + 464], xmm4
-    movdqu       [rdi + 704], xmm9
-    movdqu       [rdi + 720], xmm10
-    movdqu       [rdi + 960], xmm0
-    movdqu       [rdi + 976], xmm2
-    movdqu       xmm0, [rdi + 224]
-    movdqu       xmm2, [rdi + 240]
-    movdqu       xmm3, [rdi + 480]
-    movdqu       xmm4, [rdi + 496]
-    movdqu       xmm5, [rdi + 736]
-    movdqu       xmm6, [rdi + 752]
-    movdqu       xmm7, [rdi + 992]
-    movdqu       xmm8, [rdi + 1008]
-    movdqa       xmm9, xmm0                          ; layer 1
-    paddd        xmm9, xmm3
-    movdqa       xmm10, xmm2
-    paddd        xmm10, xmm4
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5408]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5424]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5392]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm11
-    psubd        xmm2, xmm12
-    movdqa       xmm3, xmm5                          ; layer 1
-    paddd        xmm3, xmm7
-    movdqa       xmm4, xmm6
-    paddd        xmm4, xmm8
-    paddd        xmm5, [rel pd_16760834]
-    paddd        xmm6, [rel pd_16760834 + 16]
-    psubd        xmm5, xmm7
-    psubd        xmm6, xmm8
-    movshdup     xmm7, xmm5
-    movshdup     xmm8, xmm6
-    movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5472]
-    pmuludq      xmm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5488]
-    pblendw      xmm11, xmm7, 204
-    pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440]
-    pmulld       xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5456]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm5, xmm11
-    psubd        xmm6, xmm12
-    movdqa       xmm7, xmm9                          ; layer 0
-    paddd        xmm7, xmm3
-    movdqa       xmm8, xmm10
-    paddd        xmm8, xmm4
-    paddd        xmm9, [rel pd_25141251]
-    paddd        xmm10, [rel pd_25141251 + 16]
-    psubd        xmm9, xmm3
-    psubd        xmm10, xmm4
-    movshdup     xmm3, xmm9
-    movshdup     xmm4, xmm10
-    movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm4, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm3, 204
-    pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm10, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
-    pmulld       xmm11, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm9, xmm11
-    psubd        xmm10, xmm12
-    movdqa       xmm3, xmm0                          ; layer 0
-    paddd        xmm3, xmm5
-    movdqa       xmm4, xmm2
-    paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_16760834]
-    paddd        xmm2, [rel pd_16760834 + 16]
-    psubd        xmm0, xmm5
-    psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
-    movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    movshdup     xmm11, xmm11
-    movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5536]
-    pmuludq      xmm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5552]
-    pblendw      xmm11, xmm5, 204
-    pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504]
-    pmulld       xmm2, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5520]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -16718,30 +15960,36 @@ kg_dilithium8380417_ntt_inverse_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-5}, flags
+;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_sse.end - kg_dilithium8380417_reduce_shoup_sse)
 align 32
 kg_dilithium8380417_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm6, [rel pd_512]                  ; held in a register: read 64 times
+    movdqu       xmm7, [rel pd_512 + 16]             ; held in a register: read 64 times
+    movdqu       xmm8, [rel pd_1]                    ; held in a register: read 32 times
+    movdqu       xmm9, [rel pd_1 + 16]               ; held in a register: read 32 times
+    movdqu       xmm10, [rel pd_8380417]             ; held in a register: read 32 times
+    movdqu       xmm11, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi], xmm0
@@ -16751,19 +15999,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 32], xmm0
@@ -16773,19 +16021,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 64], xmm0
@@ -16795,19 +16043,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 96], xmm0
@@ -16817,19 +16065,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 128], xmm0
@@ -16839,19 +16087,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 160], xmm0
@@ -16861,19 +16109,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 192], xmm0
@@ -16883,19 +16131,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 224], xmm0
@@ -16905,19 +16153,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 256], xmm0
@@ -16927,19 +16175,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 288], xmm0
@@ -16949,19 +16197,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 320], xmm0
@@ -16971,19 +16219,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 352], xmm0
@@ -16993,19 +16241,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 384], xmm0
@@ -17015,19 +16263,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 416], xmm0
@@ -17037,19 +16285,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 448], xmm0
@@ -17059,19 +16307,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 480], xmm0
@@ -17081,19 +16329,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 512], xmm0
@@ -17103,19 +16351,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 544], xmm0
@@ -17125,19 +16373,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 576], xmm0
@@ -17147,19 +16395,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 608], xmm0
@@ -17169,19 +16417,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 640], xmm0
@@ -17191,19 +16439,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 672], xmm0
@@ -17213,19 +16461,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 704], xmm0
@@ -17235,19 +16483,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 736], xmm0
@@ -17257,19 +16505,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 768], xmm0
@@ -17279,19 +16527,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 800], xmm0
@@ -17301,19 +16549,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 832], xmm0
@@ -17323,19 +16571,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 864], xmm0
@@ -17345,19 +16593,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 896], xmm0
@@ -17367,19 +16615,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 928], xmm0
@@ -17389,19 +16637,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 960], xmm0
@@ -17411,19 +16659,19 @@ kg_dilithium8380417_reduce_shoup_sse:
     movshdup     xmm2, xmm0                          ; shoup
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm8
+    pmulld       xmm1, xmm9
+    pmulld       xmm4, xmm10
+    pmulld       xmm5, xmm11
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqu       [rdi + 992], xmm0
@@ -17438,36 +16686,42 @@ kg_dilithium8380417_reduce_shoup_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-5}, flags
+;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_sse.end - kg_dilithium8380417_freeze_sse)
 align 32
 kg_dilithium8380417_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm6, [rel pd_512]                  ; held in a register: read 64 times
+    movdqu       xmm7, [rel pd_512 + 16]             ; held in a register: read 64 times
+    movdqu       xmm8, [rel pd_8380417]              ; held in a register: read 64 times
+    movdqu       xmm9, [rel pd_8380417 + 16]         ; held in a register: read 64 times
+    movdqu       xmm10, [rel pd_1]                   ; held in a register: read 32 times
+    movdqu       xmm11, [rel pd_1 + 16]              ; held in a register: read 32 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -17477,25 +16731,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -17505,25 +16759,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -17533,25 +16787,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -17561,25 +16815,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -17589,25 +16843,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -17617,25 +16871,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -17645,25 +16899,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -17673,25 +16927,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -17701,25 +16955,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -17729,25 +16983,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -17757,25 +17011,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -17785,25 +17039,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -17813,25 +17067,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -17841,25 +17095,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -17869,25 +17123,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -17897,25 +17151,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 512], xmm0
@@ -17925,25 +17179,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 544], xmm0
@@ -17953,25 +17207,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 576], xmm0
@@ -17981,25 +17235,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 608], xmm0
@@ -18009,25 +17263,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 640], xmm0
@@ -18037,25 +17291,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 672], xmm0
@@ -18065,25 +17319,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 704], xmm0
@@ -18093,25 +17347,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 736], xmm0
@@ -18121,25 +17375,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 768], xmm0
@@ -18149,25 +17403,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 800], xmm0
@@ -18177,25 +17431,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 832], xmm0
@@ -18205,25 +17459,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 864], xmm0
@@ -18233,25 +17487,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 896], xmm0
@@ -18261,25 +17515,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 928], xmm0
@@ -18289,25 +17543,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 960], xmm0
@@ -18317,25 +17571,25 @@ kg_dilithium8380417_freeze_sse:
     movshdup     xmm2, xmm0                          ; freeze
     movshdup     xmm3, xmm1
     movdqa       xmm4, xmm0
-    pmuludq      xmm4, [rel pd_512]
+    pmuludq      xmm4, xmm6
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512 + 16]
+    pmuludq      xmm5, xmm7
     movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rel pd_512]
-    pmuludq      xmm3, [rel pd_512 + 16]
+    pmuludq      xmm2, xmm6
+    pmuludq      xmm3, xmm7
     pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pmulld       xmm0, [rel pd_1]
-    pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm4, [rel pd_8380417]
-    pmulld       xmm5, [rel pd_8380417 + 16]
+    pmulld       xmm0, xmm10
+    pmulld       xmm1, xmm11
+    pmulld       xmm4, xmm8
+    pmulld       xmm5, xmm9
     psubd        xmm0, xmm4
     psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
-    psubd        xmm2, [rel pd_8380417]
+    psubd        xmm2, xmm8
     movdqa       xmm3, xmm1
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm9
     pminud       xmm0, xmm2
     pminud       xmm1, xmm3
     movdqu       [rdi + 992], xmm0
@@ -18350,13 +17604,16 @@ kg_dilithium8380417_freeze_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-10}, flags
+;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_sse.end - kg_dilithium8380417_mulmod_shoup_sse)
 align 32
 kg_dilithium8380417_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
+    movdqu       xmm11, [rax - 128]                  ; held in a register: read 32 times
+    movdqu       xmm12, [rax - 112]                  ; held in a register: read 32 times
+    movdqu       xmm0, [rax - 128]                   ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -18382,9 +17639,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -18414,9 +17671,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -18446,9 +17703,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -18478,9 +17735,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -18510,9 +17767,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -18542,9 +17799,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -18574,9 +17831,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -18606,9 +17863,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -18638,9 +17895,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -18670,9 +17927,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -18702,9 +17959,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -18734,9 +17991,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -18766,9 +18023,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -18798,9 +18055,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -18830,9 +18087,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -18862,9 +18119,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -18894,9 +18151,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -18926,9 +18183,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -18958,9 +18215,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -18990,9 +18247,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -19022,9 +18279,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -19054,9 +18311,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -19086,9 +18343,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -19118,9 +18375,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -19150,9 +18407,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -19182,9 +18439,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -19214,9 +18471,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -19246,9 +18503,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -19278,9 +18535,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -19310,9 +18567,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -19342,9 +18599,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -19374,9 +18631,9 @@ kg_dilithium8380417_mulmod_shoup_sse:
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, [rel pd_8380417]
+    psubd        xmm0, xmm11
     movdqa       xmm3, xmm2
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm12
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqu       [rdi + 992], xmm1
@@ -19391,13 +18648,18 @@ kg_dilithium8380417_mulmod_shoup_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-10}, flags
+;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_sse.end - kg_dilithium8380417_muladd_shoup_sse)
 align 32
 kg_dilithium8380417_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    movdqu       xmm11, [rel pd_16760834]            ; held in a register: read 32 times
+    movdqu       xmm12, [rel pd_16760834 + 16]       ; held in a register: read 32 times
+    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
+    movdqu       xmm13, [rax - 128]                  ; held in a register: read 32 times
+    movdqu       xmm14, [rax - 112]                  ; held in a register: read 32 times
+    movdqu       xmm0, [rax - 128]                   ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -19427,15 +18689,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -19469,15 +18731,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -19511,15 +18773,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -19553,15 +18815,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -19595,15 +18857,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -19637,15 +18899,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -19679,15 +18941,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -19721,15 +18983,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -19763,15 +19025,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -19805,15 +19067,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -19847,15 +19109,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -19889,15 +19151,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -19931,15 +19193,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -19973,15 +19235,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -20015,15 +19277,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -20057,15 +19319,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -20099,15 +19361,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -20141,15 +19403,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -20183,15 +19445,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -20225,15 +19487,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -20267,15 +19529,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -20309,15 +19571,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -20351,15 +19613,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -20393,15 +19655,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -20435,15 +19697,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -20477,15 +19739,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -20519,15 +19781,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -20561,15 +19823,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -20603,15 +19865,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -20645,15 +19907,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -20687,15 +19949,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_16760834]
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_16760834 + 16]
+    psubd        xmm4, xmm12
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, [rel pd_8380417]
+    psubd        xmm3, xmm13
     movdqa       xmm4, xmm2
-    psubd        xmm4, [rel pd_8380417 + 16]
+    psubd        xmm4, xmm14
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -20729,15 +19991,15 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, [rel pd_16760834]
+    psubd        xmm0, xmm11
     movdqa       xmm3, xmm2
-    psubd        xmm3, [rel pd_16760834 + 16]
+    psubd        xmm3, xmm12
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, [rel pd_8380417]
+    psubd        xmm0, xmm13
     movdqa       xmm3, xmm2
-    psubd        xmm3, [rel pd_8380417 + 16]
+    psubd        xmm3, xmm14
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqu       [rdi + 992], xmm1

@@ -854,7 +854,7 @@ section .text
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 112 vector reductions
@@ -871,38 +871,45 @@ global kg_falcon12289_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_falcon122
 align 32
 kg_falcon12289_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 276 times
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 0
+    vmovdqu      ymm11, [rax - 96]                   ; held in a register: read 16 times
+    vmovdqu      ymm12, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu      ymm13, [rel pw_5]                   ; held in a register: read 12 times
+    vmovdqu      ymm14, [rel pw_1]                   ; held in a register: read 12 times
+    vmovdqu      ymm15, [rel pw_12289]               ; held in a register: read 12 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm4
     vmovdqu      [rdi + 256], ymm3
@@ -912,33 +919,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 288]
     vmovdqu      ymm3, [rdi + 544]
     vmovdqu      ymm4, [rdi + 800]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm4
     vmovdqu      [rdi + 288], ymm3
@@ -948,33 +955,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 320]
     vmovdqu      ymm3, [rdi + 576]
     vmovdqu      ymm4, [rdi + 832]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm4
     vmovdqu      [rdi + 320], ymm3
@@ -984,33 +991,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 352]
     vmovdqu      ymm3, [rdi + 608]
     vmovdqu      ymm4, [rdi + 864]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm4
     vmovdqu      [rdi + 352], ymm3
@@ -1020,33 +1027,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 384]
     vmovdqu      ymm3, [rdi + 640]
     vmovdqu      ymm4, [rdi + 896]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm4
     vmovdqu      [rdi + 384], ymm3
@@ -1056,33 +1063,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 416]
     vmovdqu      ymm3, [rdi + 672]
     vmovdqu      ymm4, [rdi + 928]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm4
     vmovdqu      [rdi + 416], ymm3
@@ -1092,33 +1099,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 448]
     vmovdqu      ymm3, [rdi + 704]
     vmovdqu      ymm4, [rdi + 960]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm4
     vmovdqu      [rdi + 448], ymm3
@@ -1128,33 +1135,33 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 480]
     vmovdqu      ymm3, [rdi + 736]
     vmovdqu      ymm4, [rdi + 992]
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm5, ymm11, ymm3
+    vpmullw      ymm3, ymm12, ymm3
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2]
+    vpmulhuw     ymm3, ymm11, ymm4
+    vpmullw      ymm4, ymm12, ymm4
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 64]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm4
     vmovdqu      [rdi + 480], ymm3
@@ -1168,113 +1175,115 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm1, ymm1, ymm9
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192]
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 2
+    vpminuw      ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 2
     vpminuw      ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192]
+    vpmulhuw     ymm5, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm3, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm5, ymm3, ymm10                   ; csub: before layer 2
     vpminuw      ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192]
+    vpmulhuw     ymm5, ymm7, [rax + 96]
+    vpmullw      ymm7, ymm7, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm4, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192]
+    vpmulhuw     ymm5, ymm8, [rax + 96]
+    vpmullw      ymm8, ymm8, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 288]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 384] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 256
+    vpmulhuw     ymm9, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm6, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
     vpminuw      ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 288]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 256]
+    vpmulhuw     ymm7, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
     vpminuw      ymm1, ymm1, ymm7
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 352]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 320]
+    vpmulhuw     ymm7, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm2, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 352]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 320]
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 416]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 384]
+    vpmulhuw     ymm9, ymm8, [rax + 32]
+    vpmullw      ymm8, ymm8, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm3, ymm8                    ; layer 4
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 480]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 448]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm6, ymm7, ymm6
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 544]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 640] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 512
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
     vpminuw      ymm1, ymm1, ymm6
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 608]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 576]
+    vpmulhuw     ymm6, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -1284,41 +1293,42 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm7, ymm4, 49
     vperm2i128   ymm7, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm6
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 672]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 640]
+    vpmulhuw     ymm6, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 736]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 704]
+    vpmulhuw     ymm9, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 800]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 896] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 768
+    vpmulhuw     ymm8, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 864]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 832]
+    vpmulhuw     ymm7, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm6, ymm2
     vpunpckhwd   ymm2, ymm6, ymm2
@@ -1328,41 +1338,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm8, ymm4
     vpunpcklwd   ymm8, ymm7, ymm1
     vpunpckhwd   ymm1, ymm7, ymm1
-    vpsubw       ymm7, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 928]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 896]
+    vpmulhuw     ymm7, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 992]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 960]
+    vpmulhuw     ymm6, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1056]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1024]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1024
+    vpmulhuw     ymm9, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1120]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1088]
+    vpmulhuw     ymm8, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm7, ymm2
     vpunpckhwd   ymm2, ymm7, ymm2
@@ -1372,41 +1383,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm9, ymm4
     vpunpcklwd   ymm9, ymm8, ymm1
     vpunpckhwd   ymm1, ymm8, ymm1
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 7
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1184]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1152]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1248]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1216]
+    vpmulhuw     ymm7, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1312]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1280
+    vpmulhuw     ymm6, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1376]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1344]
+    vpmulhuw     ymm9, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm8, ymm2
     vpunpckhwd   ymm2, ymm8, ymm2
@@ -1416,58 +1428,59 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm6, ymm4
     vpunpcklwd   ymm6, ymm9, ymm1
     vpunpckhwd   ymm1, ymm9, ymm1
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 8
-    vpminuw      ymm5, ymm5, ymm9
-    vpmulhuw     ymm9, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1440]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1408]
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    vpmulhuw     ymm9, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1504]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1472]
+    vpmulhuw     ymm8, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1568]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1536
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1632]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1600]
+    vpmulhuw     ymm6, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm2, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm2, ymm2, ymm9
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm9, ymm2, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm2, ymm9, ymm2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: the output range asked for
     vpminuw      ymm8, ymm8, ymm9
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm3, ymm3, ymm9
-    vpsubw       ymm9, ymm7, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm7, ymm7, ymm9
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm4, ymm4, ymm9
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm6, ymm6, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm3, ymm9, ymm3
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm7, ymm9, ymm7
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm6, ymm9, ymm6
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm1, ymm9, ymm1
     vmovdqu      [rdi], ymm5
     vmovdqu      [rdi + 32], ymm2
     vmovdqu      [rdi + 64], ymm8
@@ -1484,121 +1497,123 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm14, ymm1
+    vpmullw      ymm9, ymm9, ymm15
     vpsubw       ymm1, ymm1, ymm9
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
+    vpmulhuw     ymm9, ymm5, [rax + 32]
+    vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm14, ymm2
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
+    vpmulhuw     ymm5, ymm6, [rax + 32]
+    vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm14, ymm3
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
+    vpmulhuw     ymm5, ymm7, [rax + 32]
+    vpmullw      ymm7, ymm7, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
+    vpmulhuw     ymm5, ymm8, [rax + 32]
+    vpmullw      ymm8, ymm8, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1760]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1728]
+    vpmulhuw     ymm9, ymm7, [rax + 96]
+    vpmullw      ymm7, ymm7, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm6, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
     vpminuw      ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1760]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1728]
+    vpmulhuw     ymm7, ymm8, [rax + 96]
+    vpmullw      ymm8, ymm8, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
     vpminuw      ymm1, ymm1, ymm7
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1824]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1792
+    vpmulhuw     ymm7, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm2, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1824]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1792]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1888]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1856]
+    vpmulhuw     ymm9, ymm8, [rax - 32]
+    vpmullw      ymm8, ymm8, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm3, ymm8                    ; layer 4
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1952]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1920]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm6, [rax + 32]
+    vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm6, ymm7, ymm6
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2016]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1984]
+    vpmulhuw     ymm7, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
     vpminuw      ymm1, ymm1, ymm6
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2080]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2048
+    vpmulhuw     ymm6, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -1608,41 +1623,42 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm7, ymm4, 49
     vperm2i128   ymm7, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm6
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2144]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2112]
+    vpmulhuw     ymm6, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2208]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2176]
+    vpmulhuw     ymm9, ymm5, [rax + 32]
+    vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2272]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2240]
+    vpmulhuw     ymm8, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2336]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm7, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm6, ymm2
     vpunpckhwd   ymm2, ymm6, ymm2
@@ -1652,41 +1668,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm8, ymm4
     vpunpcklwd   ymm8, ymm7, ymm1
     vpunpckhwd   ymm1, ymm7, ymm1
-    vpsubw       ymm7, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2400]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2368]
+    vpmulhuw     ymm7, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2464]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2432]
+    vpmulhuw     ymm6, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2528]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2496]
+    vpmulhuw     ymm9, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2592]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2560]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2688] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2560
+    vpmulhuw     ymm8, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm7, ymm2
     vpunpckhwd   ymm2, ymm7, ymm2
@@ -1696,41 +1713,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm9, ymm4
     vpunpcklwd   ymm9, ymm8, ymm1
     vpunpckhwd   ymm1, ymm8, ymm1
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 7
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2656]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2624]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2720]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2688]
+    vpmulhuw     ymm7, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2784]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2752]
+    vpmulhuw     ymm6, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2848]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2816]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2816
+    vpmulhuw     ymm9, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm8, ymm2
     vpunpckhwd   ymm2, ymm8, ymm2
@@ -1740,58 +1758,59 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm6, ymm4
     vpunpcklwd   ymm6, ymm9, ymm1
     vpunpckhwd   ymm1, ymm9, ymm1
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 8
-    vpminuw      ymm5, ymm5, ymm9
-    vpmulhuw     ymm9, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2912]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2880]
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    vpmulhuw     ymm9, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2976]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2944]
+    vpmulhuw     ymm8, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3040]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3008]
+    vpmulhuw     ymm7, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3104]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3072]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3072
+    vpmulhuw     ymm6, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm2, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm2, ymm2, ymm9
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm9, ymm2, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm2, ymm9, ymm2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: the output range asked for
     vpminuw      ymm8, ymm8, ymm9
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm3, ymm3, ymm9
-    vpsubw       ymm9, ymm7, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm7, ymm7, ymm9
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm4, ymm4, ymm9
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm6, ymm6, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm3, ymm9, ymm3
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm7, ymm9, ymm7
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm6, ymm9, ymm6
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm1, ymm9, ymm1
     vmovdqu      [rdi + 256], ymm5
     vmovdqu      [rdi + 288], ymm2
     vmovdqu      [rdi + 320], ymm8
@@ -1808,121 +1827,122 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 672]
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
-    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm14, ymm1
+    vpmullw      ymm9, ymm9, ymm15
     vpsubw       ymm1, ymm1, ymm9
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
+    vpmulhuw     ymm9, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm14, ymm2
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
+    vpmulhuw     ymm5, ymm6, [rax - 32]
+    vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm14, ymm3
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
+    vpmulhuw     ymm5, ymm7, [rax - 32]
+    vpmullw      ymm7, ymm7, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
+    vpmulhuw     ymm5, ymm8, [rax - 32]
+    vpmullw      ymm8, ymm8, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3232]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3200]
+    vpmulhuw     ymm9, ymm7, [rax + 32]
+    vpmullw      ymm7, ymm7, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm6, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
     vpminuw      ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3232]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3200]
+    vpmulhuw     ymm7, ymm8, [rax + 32]
+    vpmullw      ymm8, ymm8, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
     vpminuw      ymm1, ymm1, ymm7
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3296]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3264]
+    vpmulhuw     ymm7, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm2, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3296]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3264]
+    vpmulhuw     ymm3, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3360]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3328]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3456] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3328
+    vpmulhuw     ymm9, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm3, ymm8                    ; layer 4
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3424]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3392]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm6, [rax - 32]
+    vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm6, ymm7, ymm6
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3488]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3456]
+    vpmulhuw     ymm7, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
     vpminuw      ymm1, ymm1, ymm6
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3552]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3520]
+    vpmulhuw     ymm6, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -1932,41 +1952,42 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm7, ymm4, 49
     vperm2i128   ymm7, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm6
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3616]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3584]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3712] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3584
+    vpmulhuw     ymm6, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3680]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3648]
+    vpmulhuw     ymm9, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3744]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3712]
+    vpmulhuw     ymm8, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3808]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3776]
+    vpmulhuw     ymm7, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm6, ymm2
     vpunpckhwd   ymm2, ymm6, ymm2
@@ -1976,41 +1997,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm8, ymm4
     vpunpcklwd   ymm8, ymm7, ymm1
     vpunpckhwd   ymm1, ymm7, ymm1
-    vpsubw       ymm7, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3872]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3840]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3968] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3840
+    vpmulhuw     ymm7, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3936]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3904]
+    vpmulhuw     ymm6, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4000]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3968]
+    vpmulhuw     ymm9, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4064]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4032]
+    vpmulhuw     ymm8, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm7, ymm2
     vpunpckhwd   ymm2, ymm7, ymm2
@@ -2020,41 +2042,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm9, ymm4
     vpunpcklwd   ymm9, ymm8, ymm1
     vpunpckhwd   ymm1, ymm8, ymm1
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 7
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4128]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4096]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm8, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4224] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4096
+    vpmulhuw     ymm8, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4192]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4160]
+    vpmulhuw     ymm7, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4256]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4224]
+    vpmulhuw     ymm6, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4320]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4288]
+    vpmulhuw     ymm9, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm8, ymm2
     vpunpckhwd   ymm2, ymm8, ymm2
@@ -2064,58 +2087,59 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm6, ymm4
     vpunpcklwd   ymm6, ymm9, ymm1
     vpunpckhwd   ymm1, ymm9, ymm1
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 8
-    vpminuw      ymm5, ymm5, ymm9
-    vpmulhuw     ymm9, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4384]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4352]
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4480] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4352
+    vpmulhuw     ymm9, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4448]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4416]
+    vpmulhuw     ymm8, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4512]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4480]
+    vpmulhuw     ymm7, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4576]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4544]
+    vpmulhuw     ymm6, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm2, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm2, ymm2, ymm9
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm9, ymm2, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm2, ymm9, ymm2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: the output range asked for
     vpminuw      ymm8, ymm8, ymm9
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm3, ymm3, ymm9
-    vpsubw       ymm9, ymm7, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm7, ymm7, ymm9
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm4, ymm4, ymm9
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm6, ymm6, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm3, ymm9, ymm3
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm7, ymm9, ymm7
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm6, ymm9, ymm6
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm1, ymm9, ymm1
     vmovdqu      [rdi + 512], ymm5
     vmovdqu      [rdi + 544], ymm2
     vmovdqu      [rdi + 576], ymm8
@@ -2132,121 +2156,123 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 928]
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
-    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm14, ymm1
+    vpmullw      ymm9, ymm9, ymm15
     vpsubw       ymm1, ymm1, ymm9
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4608
+    vpmulhuw     ymm9, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm14, ymm2
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
+    vpmulhuw     ymm5, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm14, ymm3
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
+    vpmulhuw     ymm5, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
-    vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm5, ymm15, ymm5
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
+    vpmulhuw     ymm5, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4704]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4672]
+    vpmulhuw     ymm9, ymm7, [rax - 32]
+    vpmullw      ymm7, ymm7, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm6, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
     vpminuw      ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4704]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4672]
+    vpmulhuw     ymm7, ymm8, [rax - 32]
+    vpmullw      ymm8, ymm8, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
     vpminuw      ymm1, ymm1, ymm7
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4768]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4736]
+    vpmulhuw     ymm7, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm2, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4768]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4736]
+    vpmulhuw     ymm3, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4832]
-    vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4800]
+    vpmulhuw     ymm9, ymm8, [rax + 96]
+    vpmullw      ymm8, ymm8, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm3, ymm8                    ; layer 4
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4896]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4864]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4992] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4864
+    vpmulhuw     ymm8, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm6, ymm7, ymm6
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4960]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4928]
+    vpmulhuw     ymm7, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
     vpminuw      ymm1, ymm1, ymm6
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5024]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4992]
+    vpmulhuw     ymm6, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vperm2i128   ymm2, ymm9, ymm3, 32
     vperm2i128   ymm3, ymm9, ymm3, 49
@@ -2256,41 +2282,42 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm7, ymm4, 49
     vperm2i128   ymm7, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm6
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5088]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5056]
+    vpmulhuw     ymm6, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5152]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5120]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5248] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5120
+    vpmulhuw     ymm9, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5216]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5184]
+    vpmulhuw     ymm8, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5280]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5248]
+    vpmulhuw     ymm7, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm6, ymm2
     vpunpckhwd   ymm2, ymm6, ymm2
@@ -2300,41 +2327,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm8, ymm4
     vpunpcklwd   ymm8, ymm7, ymm1
     vpunpckhwd   ymm1, ymm7, ymm1
-    vpsubw       ymm7, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5344]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5312]
+    vpmulhuw     ymm7, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5408]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5376]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5504] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5376
+    vpmulhuw     ymm6, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5472]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5440]
+    vpmulhuw     ymm9, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5536]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5504]
+    vpmulhuw     ymm8, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm7, ymm2
     vpunpckhwd   ymm2, ymm7, ymm2
@@ -2344,41 +2372,42 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm9, ymm4
     vpunpcklwd   ymm9, ymm8, ymm1
     vpunpckhwd   ymm1, ymm8, ymm1
-    vpsubw       ymm8, ymm5, [rel pw_24578]          ; csub: before layer 7
-    vpminuw      ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5600]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5568]
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5664]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5632]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5760] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5632
+    vpmulhuw     ymm7, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5728]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5696]
+    vpmulhuw     ymm6, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5792]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5760]
+    vpmulhuw     ymm9, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
     vpunpcklwd   ymm5, ymm8, ymm2
     vpunpckhwd   ymm2, ymm8, ymm2
@@ -2388,58 +2417,59 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm4, ymm6, ymm4
     vpunpcklwd   ymm6, ymm9, ymm1
     vpunpckhwd   ymm1, ymm9, ymm1
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 8
-    vpminuw      ymm5, ymm5, ymm9
-    vpmulhuw     ymm9, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5856]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5824]
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    vpmulhuw     ymm9, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5920]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5888]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6016] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5888
+    vpmulhuw     ymm8, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5984]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5952]
+    vpmulhuw     ymm7, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 8
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6016]
+    vpmulhuw     ymm6, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm0, ymm6, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm0, ymm5, ymm0
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: the output range asked for
     vpminuw      ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm8, [rel pw_24578]          ; csub: the output range asked for
+    vpsubw       ymm6, ymm8, ymm10                   ; csub: the output range asked for
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm3, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm7, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm7, ymm7, ymm8
-    vpsubw       ymm8, ymm4, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm4, ymm4, ymm8
-    vpsubw       ymm8, ymm1, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm1, ymm1, ymm8
-    vpsubw       ymm8, ymm0, [rel pw_24578]          ; csub: the output range asked for
-    vpminuw      ymm0, ymm0, ymm8
+    vpsubw       ymm8, ymm3, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm3, ymm8, ymm3
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm7, ymm8, ymm7
+    vpsubw       ymm8, ymm4, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm4, ymm8, ymm4
+    vpsubw       ymm8, ymm1, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm1, ymm8, ymm1
+    vpsubw       ymm8, ymm0, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm0, ymm8, ymm0
     vmovdqu      [rdi + 768], ymm5
     vmovdqu      [rdi + 800], ymm2
     vmovdqu      [rdi + 832], ymm6
@@ -2460,19 +2490,21 @@ kg_falcon12289_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_avx2.end - kg_falcon12289_basemul_avx2)
 align 32
 kg_falcon12289_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm7, [rel pw_m12287]               ; held in a register: read 32 times
+    vmovdqu      ymm8, [rel pw_24578]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 32]
     vmovdqu      ymm3, [rdx]
     vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2483,8 +2515,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
@@ -2493,8 +2525,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 96]
     vmovdqu      ymm3, [rdx + 64]
     vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2505,8 +2537,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
@@ -2515,8 +2547,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 160]
     vmovdqu      ymm3, [rdx + 128]
     vmovdqu      ymm4, [rdx + 160]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2527,8 +2559,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
@@ -2537,8 +2569,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 224]
     vmovdqu      ymm3, [rdx + 192]
     vmovdqu      ymm4, [rdx + 224]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2549,8 +2581,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
@@ -2559,8 +2591,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 288]
     vmovdqu      ymm3, [rdx + 256]
     vmovdqu      ymm4, [rdx + 288]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2571,8 +2603,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
@@ -2581,8 +2613,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 352]
     vmovdqu      ymm3, [rdx + 320]
     vmovdqu      ymm4, [rdx + 352]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2593,8 +2625,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
@@ -2603,8 +2635,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 416]
     vmovdqu      ymm3, [rdx + 384]
     vmovdqu      ymm4, [rdx + 416]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2615,8 +2647,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
@@ -2625,8 +2657,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 480]
     vmovdqu      ymm3, [rdx + 448]
     vmovdqu      ymm4, [rdx + 480]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2637,8 +2669,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
@@ -2647,8 +2679,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 544]
     vmovdqu      ymm3, [rdx + 512]
     vmovdqu      ymm4, [rdx + 544]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2659,8 +2691,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
@@ -2669,8 +2701,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 608]
     vmovdqu      ymm3, [rdx + 576]
     vmovdqu      ymm4, [rdx + 608]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2681,8 +2713,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
@@ -2691,8 +2723,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 672]
     vmovdqu      ymm3, [rdx + 640]
     vmovdqu      ymm4, [rdx + 672]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2703,8 +2735,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
@@ -2713,8 +2745,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 736]
     vmovdqu      ymm3, [rdx + 704]
     vmovdqu      ymm4, [rdx + 736]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2725,8 +2757,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
@@ -2735,8 +2767,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 800]
     vmovdqu      ymm3, [rdx + 768]
     vmovdqu      ymm4, [rdx + 800]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2747,8 +2779,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
@@ -2757,8 +2789,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 864]
     vmovdqu      ymm3, [rdx + 832]
     vmovdqu      ymm4, [rdx + 864]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2769,8 +2801,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
@@ -2779,8 +2811,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 928]
     vmovdqu      ymm3, [rdx + 896]
     vmovdqu      ymm4, [rdx + 928]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2791,8 +2823,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_24578]
-    vpand        ymm4, ymm4, [rel pw_24578]
+    vpand        ymm3, ymm8, ymm3
+    vpand        ymm4, ymm8, ymm4
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
@@ -2801,8 +2833,8 @@ kg_falcon12289_basemul_avx2:
     vmovdqu      ymm2, [rsi + 992]
     vmovdqu      ymm3, [rdx + 960]
     vmovdqu      ymm4, [rdx + 992]
-    vpmullw      ymm5, ymm3, [rel pw_m12287]
-    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -2813,8 +2845,8 @@ kg_falcon12289_basemul_avx2:
     vpsubw       ymm0, ymm2, ymm0
     vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm3, ymm0, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm2, ymm8, ymm2
+    vpand        ymm3, ymm8, ymm3
     vpaddw       ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 960], ymm1
@@ -2831,7 +2863,7 @@ kg_falcon12289_basemul_avx2:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -2848,6 +2880,13 @@ global kg_falcon12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_falcon122
 align 32
 kg_falcon12289_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 304 times
+    vmovdqu      ymm11, [rel pw_682]                 ; held in a register: read 16 times
+    vmovdqu      ymm12, [rel pw_128]                 ; held in a register: read 16 times
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5920
+    vmovdqu      ymm13, [rax]                        ; held in a register: read 16 times
+    vmovdqu      ymm14, [rax - 32]                   ; held in a register: read 16 times
+    vmovdqu      ymm15, [rax - 128]                  ; held in a register: read 8 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -2858,47 +2897,48 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 32]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 0
+    vpmulhuw     ymm2, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm2, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm9, ymm2
     vpaddw       ymm9, ymm3, ymm4                    ; layer 8
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 96]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 64]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm4, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm6                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 160]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 128]
+    vpmulhuw     ymm6, ymm5, [rax + 32]
+    vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm6, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
-    vpaddw       ymm7, ymm7, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm7                    ; layer 8
+    vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 224]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 192]
+    vpmulhuw     ymm8, ymm7, [rax + 96]
+    vpmullw      ymm7, ymm7, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm8, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpslld       ymm9, ymm1, 16
@@ -2918,31 +2958,32 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsrld       ymm8, ymm8, 16
     vpblendw     ymm7, ymm8, ymm7, 170
     vpaddw       ymm8, ymm9, ymm1                    ; layer 7
-    vpaddw       ymm9, ymm9, [rel pw_24578]
+    vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 288]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 256
+    vpmulhuw     ymm9, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 7
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 352]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 320]
+    vpmulhuw     ymm3, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 7
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 416]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 384]
+    vpmulhuw     ymm5, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm6, ymm7                    ; layer 7
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 480]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 448]
+    vpmulhuw     ymm7, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsllq       ymm7, ymm1, 32
@@ -2961,48 +3002,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
     vpminuw      ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 544]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 512]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 512
+    vpmulhuw     ymm6, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
+    vpminuw      ymm2, ymm8, ymm2
     vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 608]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 576]
+    vpmulhuw     ymm6, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm3, ymm3, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
+    vpminuw      ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 672]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 640]
+    vpmulhuw     ymm6, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm4, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
     vpminuw      ymm4, ymm4, ymm6
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm4, ymm5                    ; layer 6
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 736]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 704]
+    vpmulhuw     ymm5, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpunpcklqdq  ymm5, ymm7, ymm1
@@ -3013,48 +3055,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
     vpminuw      ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 800]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 768]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 768
+    vpmulhuw     ymm5, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 864]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 832]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
+    vpminuw      ymm3, ymm8, ymm3
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 928]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 896]
+    vpmulhuw     ymm5, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
+    vpminuw      ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 992]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 960]
+    vpmulhuw     ymm5, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3065,120 +3108,122 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
+    vpminuw      ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1056]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1024]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmulhuw     ymm5, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
     vpminuw      ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1120]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1088]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1184]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1152]
+    vpmulhuw     ymm5, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
+    vpminuw      ymm4, ymm8, ymm4
     vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1248]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1216]
+    vpmulhuw     ymm5, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: before layer 3
-    vpminuw      ymm6, ymm6, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm9, ymm6
     vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1312]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmulhuw     ymm6, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1312]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulhuw     ymm2, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
     vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm2, ymm7                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1376]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1344]
+    vpmulhuw     ymm7, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1376]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1344]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm9, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
     vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm4, ymm8                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1440]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408]
+    vpmulhuw     ymm8, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpsubw       ymm8, ymm6, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm6, ymm6, ymm8
-    vpsubw       ymm8, ymm7, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm7, ymm7, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1440]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408]
+    vpmulhuw     ymm7, ymm6, [rax + 32]
+    vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 2
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1440]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1440]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408]
+    vpmulhuw     ymm3, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi], ymm9
@@ -3198,47 +3243,48 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1504]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1472]
+    vpmulhuw     ymm2, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm2, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm9, ymm2
     vpaddw       ymm9, ymm3, ymm4                    ; layer 8
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1568]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmulhuw     ymm4, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm4, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm6                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1632]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1600]
+    vpmulhuw     ymm6, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm6, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
-    vpaddw       ymm7, ymm7, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm7                    ; layer 8
+    vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1696]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1664]
+    vpmulhuw     ymm8, ymm7, [rax + 32]
+    vpmullw      ymm7, ymm7, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm8, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpslld       ymm9, ymm1, 16
@@ -3258,31 +3304,32 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsrld       ymm8, ymm8, 16
     vpblendw     ymm7, ymm8, ymm7, 170
     vpaddw       ymm8, ymm9, ymm1                    ; layer 7
-    vpaddw       ymm9, ymm9, [rel pw_24578]
+    vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1760]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1728]
+    vpmulhuw     ymm9, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 7
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1824]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmulhuw     ymm3, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 7
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1888]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1856]
+    vpmulhuw     ymm5, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm6, ymm7                    ; layer 7
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1952]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1920]
+    vpmulhuw     ymm7, ymm6, [rax + 32]
+    vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsllq       ymm7, ymm1, 32
@@ -3301,48 +3348,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
     vpminuw      ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2016]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1984]
+    vpmulhuw     ymm6, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
+    vpminuw      ymm2, ymm8, ymm2
     vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2080]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmulhuw     ymm6, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm3, ymm3, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
+    vpminuw      ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2144]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2112]
+    vpmulhuw     ymm6, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm4, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
     vpminuw      ymm4, ymm4, ymm6
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm4, ymm5                    ; layer 6
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2208]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2176]
+    vpmulhuw     ymm5, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpunpcklqdq  ymm5, ymm7, ymm1
@@ -3353,48 +3401,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
     vpminuw      ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2272]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2240]
+    vpmulhuw     ymm5, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm5, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
+    vpminuw      ymm3, ymm8, ymm3
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2368]
+    vpmulhuw     ymm5, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
+    vpminuw      ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm5, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3405,120 +3454,122 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
+    vpminuw      ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2528]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2496]
+    vpmulhuw     ymm5, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
     vpminuw      ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2592]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2560]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2560
+    vpmulhuw     ymm5, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2656]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2624]
+    vpmulhuw     ymm5, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
+    vpminuw      ymm4, ymm8, ymm4
     vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2720]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2688]
+    vpmulhuw     ymm5, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: before layer 3
-    vpminuw      ymm6, ymm6, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm9, ymm6
     vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2784]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2752]
+    vpmulhuw     ymm6, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2784]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2752]
+    vpmulhuw     ymm2, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
     vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm2, ymm7                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2848]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2816]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2816
+    vpmulhuw     ymm7, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2848]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2816]
+    vpmulhuw     ymm4, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm9, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
     vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm4, ymm8                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2912]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2880]
+    vpmulhuw     ymm8, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpsubw       ymm8, ymm6, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm6, ymm6, ymm8
-    vpsubw       ymm8, ymm7, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm7, ymm7, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2912]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2880]
+    vpmulhuw     ymm7, ymm6, [rax - 32]
+    vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 2
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2912]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2880]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2912]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2880]
+    vpmulhuw     ymm3, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 256], ymm9
@@ -3538,47 +3589,48 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2976]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2944]
+    vpmulhuw     ymm2, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm2, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm9, ymm2
     vpaddw       ymm9, ymm3, ymm4                    ; layer 8
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3040]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3008]
+    vpmulhuw     ymm4, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm4, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm6                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3104]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3072]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3200] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3072
+    vpmulhuw     ymm6, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm6, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
-    vpaddw       ymm7, ymm7, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm7                    ; layer 8
+    vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3168]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3136]
+    vpmulhuw     ymm8, ymm7, [rax - 32]
+    vpmullw      ymm7, ymm7, [rax - 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm8, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpslld       ymm9, ymm1, 16
@@ -3598,31 +3650,32 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsrld       ymm8, ymm8, 16
     vpblendw     ymm7, ymm8, ymm7, 170
     vpaddw       ymm8, ymm9, ymm1                    ; layer 7
-    vpaddw       ymm9, ymm9, [rel pw_24578]
+    vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3232]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3200]
+    vpmulhuw     ymm9, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 7
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3296]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3264]
+    vpmulhuw     ymm3, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 7
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3360]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3328]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3456] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3328
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm6, ymm7                    ; layer 7
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3424]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3392]
+    vpmulhuw     ymm7, ymm6, [rax - 32]
+    vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsllq       ymm7, ymm1, 32
@@ -3641,48 +3694,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
     vpminuw      ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3488]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3456]
+    vpmulhuw     ymm6, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
+    vpminuw      ymm2, ymm8, ymm2
     vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3552]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3520]
+    vpmulhuw     ymm6, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm3, ymm3, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
+    vpminuw      ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3616]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3584]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3584
+    vpmulhuw     ymm6, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm4, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
     vpminuw      ymm4, ymm4, ymm6
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm4, ymm5                    ; layer 6
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3680]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3648]
+    vpmulhuw     ymm5, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpunpcklqdq  ymm5, ymm7, ymm1
@@ -3693,48 +3747,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
     vpminuw      ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3744]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3712]
+    vpmulhuw     ymm5, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3808]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3776]
+    vpmulhuw     ymm5, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
+    vpminuw      ymm3, ymm8, ymm3
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3872]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3840]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3840
+    vpmulhuw     ymm5, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
+    vpminuw      ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3936]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3904]
+    vpmulhuw     ymm5, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3745,120 +3800,122 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
+    vpminuw      ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4000]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3968]
+    vpmulhuw     ymm5, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
     vpminuw      ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4064]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4032]
+    vpmulhuw     ymm5, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4128]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4096]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4224] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4096
+    vpmulhuw     ymm5, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
+    vpminuw      ymm4, ymm8, ymm4
     vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4192]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4160]
+    vpmulhuw     ymm5, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: before layer 3
-    vpminuw      ymm6, ymm6, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm9, ymm6
     vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4256]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4224]
+    vpmulhuw     ymm6, ymm5, [rax + 32]
+    vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4256]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4224]
+    vpmulhuw     ymm2, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
     vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm2, ymm7                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4320]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4288]
+    vpmulhuw     ymm7, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4320]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4288]
+    vpmulhuw     ymm4, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm9, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
     vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm4, ymm8                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4384]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4352]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4352
+    vpmulhuw     ymm8, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpsubw       ymm8, ymm6, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm6, ymm6, ymm8
-    vpsubw       ymm8, ymm7, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm7, ymm7, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4384]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4352]
+    vpmulhuw     ymm7, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 2
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4384]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4352]
+    vpmulhuw     ymm5, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4384]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4352]
+    vpmulhuw     ymm3, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 512], ymm9
@@ -3878,47 +3935,48 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4448]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4416]
+    vpmulhuw     ymm2, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm2, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm9, ymm2
     vpaddw       ymm9, ymm3, ymm4                    ; layer 8
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4512]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4480]
+    vpmulhuw     ymm4, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm4, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm6                    ; layer 8
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4576]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4544]
+    vpmulhuw     ymm6, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm6, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
-    vpaddw       ymm7, ymm7, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm7                    ; layer 8
+    vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4640]
-    vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4608]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4736] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4608
+    vpmulhuw     ymm8, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm9, [rel pw_682]
-    vpmullw      ymm9, ymm9, [rel pw_128]
+    vpmulhuw     ymm8, ymm9, ymm11
+    vpmullw      ymm9, ymm9, ymm12
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpslld       ymm9, ymm1, 16
@@ -3938,31 +3996,32 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsrld       ymm8, ymm8, 16
     vpblendw     ymm7, ymm8, ymm7, 170
     vpaddw       ymm8, ymm9, ymm1                    ; layer 7
-    vpaddw       ymm9, ymm9, [rel pw_24578]
+    vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4704]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4672]
+    vpmulhuw     ymm9, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 7
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4768]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4736]
+    vpmulhuw     ymm3, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 7
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4832]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4800]
+    vpmulhuw     ymm5, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm6, ymm7                    ; layer 7
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4896]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4864]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4992] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4864
+    vpmulhuw     ymm7, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsllq       ymm7, ymm1, 32
@@ -3981,48 +4040,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpsubw       ymm6, ymm7, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
     vpminuw      ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4960]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4928]
+    vpmulhuw     ymm6, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
+    vpminuw      ymm2, ymm8, ymm2
     vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5024]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4992]
+    vpmulhuw     ymm6, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
     vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, [rel pw_24578]          ; csub: before layer 6
-    vpminuw      ymm3, ymm3, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
+    vpminuw      ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5088]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5056]
+    vpmulhuw     ymm6, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm4, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
     vpminuw      ymm4, ymm4, ymm6
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 6
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm4, ymm5                    ; layer 6
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5152]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5120]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5120
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpunpcklqdq  ymm5, ymm7, ymm1
@@ -4033,48 +4093,49 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
     vpminuw      ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5216]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5184]
+    vpmulhuw     ymm5, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5280]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5248]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
+    vpminuw      ymm3, ymm8, ymm3
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5344]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5312]
+    vpmulhuw     ymm5, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, [rel pw_24578]          ; csub: before layer 5
-    vpminuw      ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
+    vpminuw      ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5408]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5376]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5376
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -4085,120 +4146,121 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm5, ymm5, ymm9
-    vpsubw       ymm9, ymm1, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
+    vpminuw      ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5472]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5440]
+    vpmulhuw     ymm5, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
     vpminuw      ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5536]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5504]
+    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5600]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5568]
+    vpmulhuw     ymm5, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, [rel pw_24578]          ; csub: before layer 4
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, [rel pw_24578]          ; csub: before layer 4
-    vpminuw      ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
+    vpminuw      ymm4, ymm8, ymm4
     vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5664]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5632]
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5760] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5632
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, [rel pw_24578]          ; csub: before layer 3
-    vpminuw      ymm6, ymm6, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm9, ymm6
     vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5728]
-    vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5696]
+    vpmulhuw     ymm6, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 3
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5728]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5696]
+    vpmulhuw     ymm2, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
     vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, [rel pw_24578]          ; csub: before layer 3
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
     vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm2, ymm7                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5792]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5760]
+    vpmulhuw     ymm7, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm3, ymm4                    ; layer 3
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5792]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5760]
+    vpmulhuw     ymm4, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm9, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, [rel pw_24578]          ; csub: before layer 2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
     vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm4, ymm8                    ; layer 2
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5856]
-    vpmullw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5824]
+    vpmulhuw     ymm8, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpsubw       ymm8, ymm6, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm6, ymm6, ymm8
-    vpsubw       ymm8, ymm7, [rel pw_24578]          ; csub: before layer 2
-    vpminuw      ymm7, ymm7, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_24578]
+    vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5856]
-    vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5824]
+    vpmulhuw     ymm7, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 2
-    vpaddw       ymm5, ymm5, [rel pw_24578]
+    vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5856]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5824]
+    vpmulhuw     ymm5, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 2
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5856]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5824]
+    vpmulhuw     ymm3, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 768], ymm9
@@ -4213,44 +4275,45 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
-    vpsubw       ymm5, ymm1, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm1, ymm10                   ; csub: before layer 1
     vpminuw      ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5888
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm3, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm2, ymm3, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm3, ymm2
-    vpsubw       ymm3, ymm4, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
     vpminuw      ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm3, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm3, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm4, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm3
+    vpmullw      ymm3, ymm14, ymm3
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm1, ymm2                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm2, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm5
@@ -4261,44 +4324,44 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 288]
     vmovdqu      ymm3, [rdi + 544]
     vmovdqu      ymm4, [rdi + 800]
-    vpsubw       ymm5, ymm1, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm1, ymm10                   ; csub: before layer 1
     vpminuw      ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm3, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm2, ymm3, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm3, ymm2
-    vpsubw       ymm3, ymm4, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
     vpminuw      ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm3, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm3, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm4, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm3
+    vpmullw      ymm3, ymm14, ymm3
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm1, ymm2                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm2, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm5
@@ -4309,44 +4372,44 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 320]
     vmovdqu      ymm3, [rdi + 576]
     vmovdqu      ymm4, [rdi + 832]
-    vpsubw       ymm5, ymm1, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm1, ymm10                   ; csub: before layer 1
     vpminuw      ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm3, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm2, ymm3, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm3, ymm2
-    vpsubw       ymm3, ymm4, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
     vpminuw      ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm3, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm3, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm4, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm3
+    vpmullw      ymm3, ymm14, ymm3
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm1, ymm2                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm2, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm5
@@ -4357,44 +4420,44 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 352]
     vmovdqu      ymm3, [rdi + 608]
     vmovdqu      ymm4, [rdi + 864]
-    vpsubw       ymm5, ymm1, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm1, ymm10                   ; csub: before layer 1
     vpminuw      ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm3, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm2, ymm3, ymm10                   ; csub: before layer 1
     vpminuw      ymm2, ymm3, ymm2
-    vpsubw       ymm3, ymm4, [rel pw_24578]          ; csub: before layer 1
+    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
     vpminuw      ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_24578]
+    vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm3, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm3, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm4, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm3
+    vpmullw      ymm3, ymm14, ymm3
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm1, ymm2                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm2, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm5
@@ -4406,35 +4469,35 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 640]
     vmovdqu      ymm4, [rdi + 896]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm4, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 0
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm2, ymm4, ymm2
-    vpmulhuw     ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm2
+    vpmullw      ymm2, ymm14, ymm2
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm3, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 128], ymm5
@@ -4446,35 +4509,35 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 672]
     vmovdqu      ymm4, [rdi + 928]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm4, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 0
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm2, ymm4, ymm2
-    vpmulhuw     ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm2
+    vpmullw      ymm2, ymm14, ymm2
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm3, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 160], ymm5
@@ -4486,35 +4549,35 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 704]
     vmovdqu      ymm4, [rdi + 960]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm4, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 0
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm2, ymm4, ymm2
-    vpmulhuw     ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm2
+    vpmullw      ymm2, ymm14, ymm2
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm3, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 192], ymm5
@@ -4526,35 +4589,35 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm3, [rdi + 736]
     vmovdqu      ymm4, [rdi + 992]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5920]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5888]
+    vpmulhuw     ymm2, ymm15, ymm1
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_24578]
+    vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5984]
-    vpmullw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5952]
+    vpmulhuw     ymm4, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsubw       ymm4, ymm5, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm4, ymm5, ymm10                   ; csub: before layer 0
     vpminuw      ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm2, [rel pw_24578]          ; csub: before layer 0
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 0
     vpminuw      ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
-    vpaddw       ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm4, ymm10, ymm4
     vpsubw       ymm2, ymm4, ymm2
-    vpmulhuw     ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm4, ymm13, ymm2
+    vpmullw      ymm2, ymm14, ymm2
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm1, ymm3                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_24578]
+    vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048]
-    vpmullw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6016]
+    vpmulhuw     ymm3, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm5
@@ -4572,202 +4635,205 @@ kg_falcon12289_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_avx2.end - kg_falcon12289_reduce_shoup_avx2)
 align 32
 kg_falcon12289_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_5]                    ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_1]                    ; held in a register: read 32 times
+    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rdi]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -4781,266 +4847,269 @@ kg_falcon12289_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
 align 32
 kg_falcon12289_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_12289]                ; held in a register: read 64 times
+    vmovdqu      ymm3, [rel pw_5]                    ; held in a register: read 32 times
+    vmovdqu      ymm4, [rel pw_1]                    ; held in a register: read 32 times
     vmovdqu      ymm0, [rdi]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5054,12 +5123,13 @@ kg_falcon12289_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_avx2.end - kg_falcon12289_mulmod_shoup_avx2)
 align 32
 kg_falcon12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -5068,7 +5138,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5078,7 +5148,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5088,7 +5158,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5098,7 +5168,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5108,7 +5178,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5118,7 +5188,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5128,7 +5198,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5138,7 +5208,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5148,7 +5218,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5158,7 +5228,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5168,7 +5238,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5178,7 +5248,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5188,7 +5258,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5198,7 +5268,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5208,7 +5278,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5218,7 +5288,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -5228,7 +5298,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -5238,7 +5308,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -5248,7 +5318,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -5258,7 +5328,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -5268,7 +5338,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -5278,7 +5348,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -5288,7 +5358,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -5298,7 +5368,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -5308,7 +5378,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -5318,7 +5388,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -5328,7 +5398,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -5338,7 +5408,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -5348,7 +5418,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -5358,7 +5428,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -5368,7 +5438,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -5378,7 +5448,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5392,12 +5462,14 @@ kg_falcon12289_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_avx2.end - kg_falcon12289_muladd_shoup_avx2)
 align 32
 kg_falcon12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 32 times
+    vmovdqu      ymm5, [rel pw_12289]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -5408,9 +5480,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5422,9 +5494,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5436,9 +5508,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5450,9 +5522,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5464,9 +5536,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5478,9 +5550,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5492,9 +5564,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5506,9 +5578,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5520,9 +5592,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5534,9 +5606,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5548,9 +5620,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5562,9 +5634,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5576,9 +5648,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5590,9 +5662,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5604,9 +5676,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5618,9 +5690,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -5632,9 +5704,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -5646,9 +5718,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -5660,9 +5732,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -5674,9 +5746,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -5688,9 +5760,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -5702,9 +5774,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -5716,9 +5788,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -5730,9 +5802,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -5744,9 +5816,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -5758,9 +5830,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -5772,9 +5844,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -5786,9 +5858,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -5800,9 +5872,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -5814,9 +5886,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -5828,9 +5900,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -5842,9 +5914,9 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 992]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_24578]          ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5859,7 +5931,8 @@ kg_falcon12289_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
+;   loops: 8 x 96 instructions (repeated groups rolled: 4308 instructions run, 3964 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 112 vector reductions
@@ -5881,6 +5954,8 @@ kg_falcon12289_ntt_forward_sse:
     and rsp, -32
     sub rsp, 160
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
+    mov          rax, 8
+    .repeat1:
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -5890,11 +5965,12 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm7, [rdi + 768]
     movdqu       xmm8, [rdi + 784]
     movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm5, xmm9
@@ -5903,16 +5979,18 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm5
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -5921,16 +5999,18 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm7
     movdqa       xmm6, xmm4
     paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm3, xmm7
     psubw        xmm4, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 64
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
+    pmulhuw      xmm8, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -5939,16 +6019,18 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm7, xmm5
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm9, xmm5
     psubw        xmm10, xmm6
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 256] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 128
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5969,622 +6051,10 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       [rdi + 528], xmm6
     movdqu       [rdi + 768], xmm1
     movdqu       [rdi + 784], xmm2
-    movdqu       xmm1, [rdi + 32]
-    movdqu       xmm2, [rdi + 48]
-    movdqu       xmm3, [rdi + 288]
-    movdqu       xmm4, [rdi + 304]
-    movdqu       xmm5, [rdi + 544]
-    movdqu       xmm6, [rdi + 560]
-    movdqu       xmm7, [rdi + 800]
-    movdqu       xmm8, [rdi + 816]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 32], xmm7
-    movdqu       [rdi + 48], xmm8
-    movdqu       [rdi + 288], xmm9
-    movdqu       [rdi + 304], xmm10
-    movdqu       [rdi + 544], xmm5
-    movdqu       [rdi + 560], xmm6
-    movdqu       [rdi + 800], xmm1
-    movdqu       [rdi + 816], xmm2
-    movdqu       xmm1, [rdi + 64]
-    movdqu       xmm2, [rdi + 80]
-    movdqu       xmm3, [rdi + 320]
-    movdqu       xmm4, [rdi + 336]
-    movdqu       xmm5, [rdi + 576]
-    movdqu       xmm6, [rdi + 592]
-    movdqu       xmm7, [rdi + 832]
-    movdqu       xmm8, [rdi + 848]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 64], xmm7
-    movdqu       [rdi + 80], xmm8
-    movdqu       [rdi + 320], xmm9
-    movdqu       [rdi + 336], xmm10
-    movdqu       [rdi + 576], xmm5
-    movdqu       [rdi + 592], xmm6
-    movdqu       [rdi + 832], xmm1
-    movdqu       [rdi + 848], xmm2
-    movdqu       xmm1, [rdi + 96]
-    movdqu       xmm2, [rdi + 112]
-    movdqu       xmm3, [rdi + 352]
-    movdqu       xmm4, [rdi + 368]
-    movdqu       xmm5, [rdi + 608]
-    movdqu       xmm6, [rdi + 624]
-    movdqu       xmm7, [rdi + 864]
-    movdqu       xmm8, [rdi + 880]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 96], xmm7
-    movdqu       [rdi + 112], xmm8
-    movdqu       [rdi + 352], xmm9
-    movdqu       [rdi + 368], xmm10
-    movdqu       [rdi + 608], xmm5
-    movdqu       [rdi + 624], xmm6
-    movdqu       [rdi + 864], xmm1
-    movdqu       [rdi + 880], xmm2
-    movdqu       xmm1, [rdi + 128]
-    movdqu       xmm2, [rdi + 144]
-    movdqu       xmm3, [rdi + 384]
-    movdqu       xmm4, [rdi + 400]
-    movdqu       xmm5, [rdi + 640]
-    movdqu       xmm6, [rdi + 656]
-    movdqu       xmm7, [rdi + 896]
-    movdqu       xmm8, [rdi + 912]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm8
-    movdqu       [rdi + 384], xmm9
-    movdqu       [rdi + 400], xmm10
-    movdqu       [rdi + 640], xmm5
-    movdqu       [rdi + 656], xmm6
-    movdqu       [rdi + 896], xmm1
-    movdqu       [rdi + 912], xmm2
-    movdqu       xmm1, [rdi + 160]
-    movdqu       xmm2, [rdi + 176]
-    movdqu       xmm3, [rdi + 416]
-    movdqu       xmm4, [rdi + 432]
-    movdqu       xmm5, [rdi + 672]
-    movdqu       xmm6, [rdi + 688]
-    movdqu       xmm7, [rdi + 928]
-    movdqu       xmm8, [rdi + 944]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 160], xmm7
-    movdqu       [rdi + 176], xmm8
-    movdqu       [rdi + 416], xmm9
-    movdqu       [rdi + 432], xmm10
-    movdqu       [rdi + 672], xmm5
-    movdqu       [rdi + 688], xmm6
-    movdqu       [rdi + 928], xmm1
-    movdqu       [rdi + 944], xmm2
-    movdqu       xmm1, [rdi + 192]
-    movdqu       xmm2, [rdi + 208]
-    movdqu       xmm3, [rdi + 448]
-    movdqu       xmm4, [rdi + 464]
-    movdqu       xmm5, [rdi + 704]
-    movdqu       xmm6, [rdi + 720]
-    movdqu       xmm7, [rdi + 960]
-    movdqu       xmm8, [rdi + 976]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 192], xmm7
-    movdqu       [rdi + 208], xmm8
-    movdqu       [rdi + 448], xmm9
-    movdqu       [rdi + 464], xmm10
-    movdqu       [rdi + 704], xmm5
-    movdqu       [rdi + 720], xmm6
-    movdqu       [rdi + 960], xmm1
-    movdqu       [rdi + 976], xmm2
-    movdqu       xmm1, [rdi + 224]
-    movdqu       xmm2, [rdi + 240]
-    movdqu       xmm3, [rdi + 480]
-    movdqu       xmm4, [rdi + 496]
-    movdqu       xmm5, [rdi + 736]
-    movdqu       xmm6, [rdi + 752]
-    movdqu       xmm7, [rdi + 992]
-    movdqu       xmm8, [rdi + 1008]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm9, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm9
-    psubw        xmm6, xmm10
-    movdqa       xmm9, xmm1                          ; layer 0
-    paddw        xmm9, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 16]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm7, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, xmm3                          ; layer 0
-    paddw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    paddw        xmm6, xmm8
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 96]
-    movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 80]
-    pmullw       xmm7, xmm0
-    pmullw       xmm8, xmm0
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm9                          ; layer 1
-    paddw        xmm7, xmm5
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
-    psubw        xmm9, xmm5
-    psubw        xmm10, xmm6
-    movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 160]
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 144]
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
-    psubw        xmm3, xmm5
-    psubw        xmm4, xmm6
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 224], xmm7
-    movdqu       [rdi + 240], xmm8
-    movdqu       [rdi + 480], xmm9
-    movdqu       [rdi + 496], xmm10
-    movdqu       [rdi + 736], xmm5
-    movdqu       [rdi + 752], xmm6
-    movdqu       [rdi + 992], xmm1
-    movdqu       [rdi + 1008], xmm2
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat1
+    add          rdi, -256                           ; back to the argument
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -6604,18 +6074,20 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 240]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1                         ; csub: before layer 2
-    psubw        xmm15, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm1, xmm15
     pminuw       xmm2, xmm8
     movdqa       xmm8, xmm9
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm8, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm9, xmm8
@@ -6624,22 +6096,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm9
     movdqa       xmm15, xmm2
     paddw        xmm15, xmm10
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm3                          ; csub: before layer 2
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm3, xmm9
     pminuw       xmm4, xmm10
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -6648,22 +6122,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm5                         ; csub: before layer 2
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       xmm12, xmm6
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm5, xmm11
     pminuw       xmm6, xmm12
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -6672,28 +6148,30 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm7                         ; csub: before layer 2
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm7, xmm13
     pminuw       xmm14, xmm4
     movdqa       xmm4, [rsp]                         ; reload
     movdqa       xmm13, xmm4
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 224]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, [rsp + 32]                    ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm13, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm13
@@ -6702,22 +6180,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm4
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm3
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm7, xmm4
     psubw        xmm14, xmm3
     movdqa       xmm3, xmm8                          ; csub: before layer 3
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm4, xmm15
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm8, xmm3
     pminuw       xmm15, xmm4
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 288]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 384] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 256
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm4, xmm12
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 304]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 256]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 272]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -6726,22 +6206,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm8, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9                         ; csub: before layer 3
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       xmm12, xmm10
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm9, xmm11
     pminuw       xmm10, xmm12
     movdqa       xmm11, xmm6
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 288]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 384] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 256
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 304]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 256]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 272]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm6, xmm11
@@ -6750,24 +6232,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm6
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm13
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm9, xmm6
     psubw        xmm10, xmm13
     movdqa       xmm6, xmm1                          ; csub: before layer 3
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm13, xmm2
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm1, xmm6
     pminuw       xmm2, xmm13
     movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 352]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 448] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 320
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 368]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 336]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm6, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm5, xmm6
@@ -6776,26 +6260,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm5
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm13
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqa       xmm5, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm5                         ; csub: before layer 3
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 96]                    ; reload
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, xmm2
-    psubw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm1, [rcx - 112]
     pminuw       xmm5, xmm13
     pminuw       xmm2, xmm1
     movdqa       xmm1, xmm7
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 352]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 448] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 320
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 368]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 320]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 336]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm1, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm7, xmm1
@@ -6804,22 +6290,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm7
     movdqa       xmm13, xmm2
     paddw        xmm13, xmm14
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm5, xmm7
     psubw        xmm2, xmm14
     movdqa       xmm7, xmm3                          ; csub: before layer 4
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm4
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm3, xmm7
     pminuw       xmm4, xmm14
     movdqa       xmm7, xmm11
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 416]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 512] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 384
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 432]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 384]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 400]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm14, xmm0
     psubw        xmm11, xmm7
@@ -6828,24 +6316,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm7, xmm11
     movdqa       xmm14, xmm4
     paddw        xmm14, xmm12
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm8                         ; csub: before layer 4
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       xmm12, xmm15
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm8, xmm11
     pminuw       xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 480]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 576] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 448
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm12
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 496]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 448]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 464]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm9, xmm11
@@ -6854,22 +6344,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm4, xmm9
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm12
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm8, xmm9
     psubw        xmm15, xmm12
     movdqa       xmm9, xmm6                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm10
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm6, xmm9
     pminuw       xmm10, xmm12
     movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 544]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 640] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 512
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 560]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 512]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 528]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm1, xmm9
@@ -6878,26 +6370,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm1
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm13
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm6, xmm1
     psubw        xmm10, xmm13
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       xmm13, xmm1                         ; csub: before layer 4
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm10
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm1, xmm13
     pminuw       xmm10, xmm12
     movdqa       xmm12, xmm5
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 608]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 704] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 576
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm2
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 624]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 576]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 592]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm12, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm12
@@ -6906,24 +6400,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm12, xmm5
     movdqa       xmm13, xmm10
     paddw        xmm13, xmm2
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm1, xmm5
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm7                          ; csub: before layer 5
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm5, xmm3
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm7, xmm2
     pminuw       xmm3, xmm5
     movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 672]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 768] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 640
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 688]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 640]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 656]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm2, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm14, xmm2
@@ -6932,22 +6428,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm14
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm5
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm7, xmm14
     psubw        xmm3, xmm5
     movdqa       xmm5, xmm4                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm14, xmm8
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm8, xmm14
     movdqa       xmm5, xmm11
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 736]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 832] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 704
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm14, xmm15
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 752]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 704]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 720]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm14, xmm0
     psubw        xmm11, xmm5
@@ -6956,26 +6454,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm11
     movdqa       xmm14, xmm8
     paddw        xmm14, xmm15
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm4, xmm11
     psubw        xmm8, xmm15
     movdqa       xmm11, xmm9                         ; csub: before layer 5
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       xmm15, xmm6
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm9, xmm11
     pminuw       xmm6, xmm15
     movdqa       xmm11, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 800]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 896] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 768
+    pmulhuw      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 816]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 768]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 784]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     pmullw       xmm15, xmm0
     pmullw       xmm14, xmm0
     psubw        xmm11, xmm15
@@ -6984,24 +6484,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm8
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm9, xmm11
     psubw        xmm6, xmm8
     movdqa       xmm8, xmm12                         ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm1
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm8
     pminuw       xmm1, xmm11
     movdqa       xmm8, xmm13
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 864]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 960] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 832
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm11
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 880]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 832]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 848]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm13, xmm8
@@ -7010,8 +6512,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm13
     movdqa       xmm8, xmm1
     paddw        xmm8, xmm11
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm12, xmm13
     psubw        xmm1, xmm11
     movdqa       xmm11, xmm2
@@ -7043,17 +6546,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm6, xmm12
     punpckhwd    xmm8, xmm1
     movdqa       xmm1, xmm11                         ; csub: before layer 6
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm12, xmm13
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm11, xmm1
     pminuw       xmm13, xmm12
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 928]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1024] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 896
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 944]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 896]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 912]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm1, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm2, xmm1
@@ -7062,24 +6566,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm2
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm10
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm11, xmm2
     psubw        xmm13, xmm10
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm10, xmm2                         ; csub: before layer 6
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm10
     pminuw       xmm3, xmm13
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 992]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1088] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 960
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1008]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 960]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 976]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm10, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm10
@@ -7088,24 +6594,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm5
     movdqa       xmm13, xmm3
     paddw        xmm13, xmm7
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm7
     movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm4
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm5, xmm7
     pminuw       xmm4, xmm3
     movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1056]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1152] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1024
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1072]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1024]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1040]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm7, xmm0
     psubw        xmm14, xmm3
@@ -7114,24 +6622,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm14
     movdqa       xmm7, xmm4
     paddw        xmm7, xmm15
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm5, xmm14
     psubw        xmm4, xmm15
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm14                        ; csub: before layer 6
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm9
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm14, xmm15
     pminuw       xmm9, xmm4
     movdqa       xmm4, xmm6
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1120]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1216] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1088
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1136]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1088]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1104]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     pmullw       xmm4, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm6, xmm4
@@ -7140,8 +6650,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm4, xmm6
     movdqa       xmm15, xmm9
     paddw        xmm15, xmm8
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm14, xmm6
     psubw        xmm9, xmm8
     movdqa       xmm6, xmm1
@@ -7172,17 +6683,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm4, xmm14
     punpckhwd    xmm15, xmm9
     movdqa       xmm9, xmm6                          ; csub: before layer 7
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm14, xmm8
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm6, xmm9
     pminuw       xmm8, xmm14
     movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1184]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1280] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1152
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1200]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1152]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1168]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm14, xmm0
     psubw        xmm1, xmm9
@@ -7191,24 +6703,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm1
     movdqa       xmm14, xmm8
     paddw        xmm14, xmm12
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm6, xmm1
     psubw        xmm8, xmm12
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm11
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm1, xmm12
     pminuw       xmm11, xmm8
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1248]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1344] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1216
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1264]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1216]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1232]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm8, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -7217,24 +6731,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm12, xmm11
     paddw        xmm12, xmm13
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm1, xmm10
     psubw        xmm11, xmm13
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm10                        ; csub: before layer 7
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp], xmm11                        ; spill
     movdqa       xmm11, xmm2
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm10, xmm13
     pminuw       xmm2, xmm11
     movdqa       xmm11, xmm3
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1312]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1280
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1328]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1280]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1296]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm3, xmm11
@@ -7243,24 +6759,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm3
     movdqa       xmm13, xmm2
     paddw        xmm13, xmm7
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm10, xmm3
     psubw        xmm2, xmm7
     movdqa       xmm3, [rsp + 96]                    ; reload
     movdqa       xmm7, xmm3                          ; csub: before layer 7
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm5
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm3, xmm7
     pminuw       xmm5, xmm2
     movdqa       xmm2, xmm4
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1376]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1344
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1392]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1344]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1360]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm0
     pmullw       xmm7, xmm0
     psubw        xmm4, xmm2
@@ -7269,8 +6787,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm4
     movdqa       xmm7, xmm5
     paddw        xmm7, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm3, xmm4
     psubw        xmm5, xmm15
     movdqa       xmm4, xmm9
@@ -7301,17 +6820,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm2, xmm3
     punpckhwd    xmm7, xmm5
     movdqa       xmm3, xmm4                          ; csub: before layer 8
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm5, xmm15
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm4, xmm3
     pminuw       xmm15, xmm5
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1440]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1408
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1456]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1408]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1424]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm5, xmm0
     psubw        xmm9, xmm3
@@ -7320,24 +6840,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm9
     movdqa       xmm5, xmm15
     paddw        xmm5, xmm14
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm4, xmm9
     psubw        xmm15, xmm14
     movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm14, xmm9                         ; csub: before layer 8
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm6
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm9, xmm14
     pminuw       xmm6, xmm15
     movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1504]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1600] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1472
+    pmulhuw      xmm14, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1520]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1472]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1488]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm8, xmm14
@@ -7346,24 +6868,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm12
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm9, xmm8
     psubw        xmm6, xmm12
     movdqa       xmm8, [rsp]                         ; reload
     movdqa       xmm12, xmm8                         ; csub: before layer 8
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm1
-    psubw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm6, [rcx - 112]
     pminuw       xmm8, xmm12
     pminuw       xmm1, xmm6
     movdqa       xmm6, xmm11
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1568]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1536
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1584]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1536]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1552]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm6, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm11, xmm6
@@ -7372,24 +6896,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm11
     movdqa       xmm12, xmm1
     paddw        xmm12, xmm13
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm8, xmm11
     psubw        xmm1, xmm13
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm11                        ; csub: before layer 8
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, xmm10
-    psubw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm1, [rcx - 112]
     pminuw       xmm11, xmm13
     pminuw       xmm10, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1632]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1600
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1648]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1600]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1616]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm1, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm2, xmm1
@@ -7398,61 +6924,62 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm2
     movdqa       xmm13, xmm10
     paddw        xmm13, xmm7
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm11, xmm2
     psubw        xmm10, xmm7
     movdqa       xmm2, xmm3                          ; csub: the output range asked for
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm7, xmm5
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm3, xmm2
     pminuw       xmm5, xmm7
     movdqa       xmm2, xmm4                          ; csub: the output range asked for
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm7, [rsp + 96]                    ; reload
     movdqa       xmm0, xmm7
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm4, xmm2
     pminuw       xmm7, xmm0
     movdqa       xmm0, xmm14                         ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm2, xmm15
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm14, xmm0
     pminuw       xmm15, xmm2
     movdqa       xmm0, xmm9                          ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm2
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm9, xmm0
     pminuw       xmm2, xmm15
     movdqa       xmm0, xmm6                          ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm15, xmm12
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm6, xmm0
     pminuw       xmm12, xmm15
     movdqa       xmm0, xmm8                          ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm15
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm8, xmm0
     pminuw       xmm15, xmm12
     movdqa       xmm0, xmm1                          ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm12, xmm13
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm13, xmm12
     movdqa       xmm0, xmm11                         ; csub: the output range asked for
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm12, xmm10
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm11, xmm0
     pminuw       xmm10, xmm12
     movdqu       [rdi], xmm3
@@ -7491,24 +7018,29 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    pmulhuw      xmm15, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm15, [rcx - 128]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm15, [rel pw_12289]
-    pmullw       xmm14, [rel pw_12289 + 16]
+    pmulhuw      xmm14, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
+    pmulhuw      xmm14, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     movdqa       [rsp], xmm7                         ; spill
-    movdqu       xmm7, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm7, [rcx - 128]                   ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -7517,26 +7049,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    pmulhuw      xmm8, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm8, [rcx - 128]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rel pw_5 + 16]
-    pmullw       xmm2, [rel pw_1]
-    pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm8, [rel pw_12289]
-    pmullw       xmm9, [rel pw_12289 + 16]
+    pmulhuw      xmm9, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm10, xmm8
@@ -7545,26 +7082,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    pmulhuw      xmm10, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rel pw_5 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, [rel pw_12289]
-    pmullw       xmm11, [rel pw_12289 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm10
@@ -7573,32 +7115,37 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
-    pmulhuw      xmm12, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm12, [rcx - 128]
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
-    pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm12, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm3
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm3, xmm12
@@ -7607,22 +7154,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm2
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm6, xmm3
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm14                         ; csub: before layer 3
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm14, xmm2
     pminuw       xmm15, xmm3
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1856] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1728
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm10, xmm2
@@ -7631,22 +7180,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm10
     movdqa       xmm3, xmm15
     paddw        xmm3, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm10
     psubw        xmm15, xmm11
     movdqa       xmm10, xmm8                         ; csub: before layer 3
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm9, xmm11
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1856] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1728
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm5, xmm10
@@ -7655,24 +7206,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm5
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm5
     psubw        xmm9, xmm12
     movdqa       xmm5, xmm0                          ; csub: before layer 3
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm0, xmm5
     pminuw       xmm1, xmm12
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1824]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1920] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1792
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1808]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm4, xmm5
@@ -7681,26 +7234,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm4
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm12
     movdqa       xmm4, [rsp]                         ; reload
     movdqa       xmm12, xmm4                         ; csub: before layer 3
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, [rsp + 128]                   ; reload
     movdqa       [rsp + 96], xmm0                    ; spill
     movdqa       xmm0, xmm1
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm4, xmm12
     pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1824]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1920] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1792
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1808]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
@@ -7709,22 +7264,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm6
     movdqa       xmm12, xmm1
     paddw        xmm12, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm1, xmm13
     movdqa       xmm6, xmm2                          ; csub: before layer 4
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm13
     movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1888]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1984] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1856
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1904]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1856]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1872]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm6
@@ -7733,24 +7290,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm10
     movdqa       xmm13, xmm3
     paddw        xmm13, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm14                        ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm14, xmm10
     pminuw       xmm15, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1952]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2048] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1920
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1968]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1920]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1936]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm8, xmm10
@@ -7759,22 +7318,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm8
     movdqa       xmm10, xmm15
     paddw        xmm10, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm8
     psubw        xmm15, xmm11
     movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2016]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2112] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1984
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2032]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1984]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2000]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm0, xmm8
@@ -7783,26 +7344,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm9, xmm12
     movdqa       xmm0, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       [rsp], xmm11                        ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm4
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2080]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2176] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2048
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2096]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2048]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2064]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm11, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm4, xmm11
@@ -7811,24 +7374,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm4
     movdqa       xmm12, xmm9
     paddw        xmm12, xmm1
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm6                          ; csub: before layer 5
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm6, xmm1
     pminuw       xmm2, xmm4
     movdqa       xmm1, xmm13
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2144]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2240] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2112
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2160]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2112]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2128]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm13, xmm1
@@ -7837,22 +7402,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm13
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm4
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm6, xmm13
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm3                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm13, xmm14
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm3, xmm4
     pminuw       xmm14, xmm13
     movdqa       xmm4, xmm10
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2208]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2304] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2176
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2224]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2176]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2192]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm4, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm4
@@ -7861,26 +7428,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm4, xmm10
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm3, xmm10
     psubw        xmm14, xmm15
     movdqa       xmm10, xmm8                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm5, xmm15
     movdqa       xmm10, [rsp]                        ; reload
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2272]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2368] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2240
+    pmulhuw      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2288]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2240]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2256]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm15, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm15
@@ -7889,24 +7458,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm14
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm14
     movdqa       xmm10, xmm11                        ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm11, xmm10
     pminuw       xmm0, xmm14
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2336]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2432] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2304
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2352]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2304]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2320]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm12, xmm10
@@ -7915,8 +7486,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm10, xmm0
     paddw        xmm10, xmm14
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm11, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, xmm1
@@ -7948,17 +7520,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm5, xmm11
     punpckhwd    xmm10, xmm0
     movdqa       xmm0, xmm12                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm0
     pminuw       xmm14, xmm11
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2400]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2496] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2368
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2416]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2368]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2384]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm1, xmm0
@@ -7967,24 +7540,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm11, xmm14
     paddw        xmm11, xmm9
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm14, xmm9
     movdqa       xmm1, [rsp + 64]                    ; reload
     movdqa       xmm9, xmm1                          ; csub: before layer 6
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2464]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2560] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2432
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2480]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2432]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2448]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm9, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm4, xmm9
@@ -7993,24 +7568,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
     paddw        xmm14, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm4
     psubw        xmm2, xmm6
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm4                          ; csub: before layer 6
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm3, xmm2
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2528]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2624] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2496
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2544]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2496]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2512]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm13, xmm2
@@ -8019,24 +7596,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm13
     movdqa       xmm6, xmm3
     paddw        xmm6, xmm15
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm4, xmm13
     psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13                        ; csub: before layer 6
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm8
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm13, xmm15
     pminuw       xmm8, xmm3
     movdqa       xmm3, xmm5
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2592]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2688] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2560
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2608]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2560]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2576]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm3, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm5, xmm3
@@ -8045,8 +7624,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm5
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm10
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm13, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm13, xmm5
     psubw        xmm8, xmm10
     movdqa       xmm5, xmm0
@@ -8077,17 +7657,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm3, xmm13
     punpckhwd    xmm15, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 7
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm10, xmm13
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2656]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2752] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2624
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2672]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2624]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2640]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
@@ -8096,24 +7677,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm13, xmm10
     paddw        xmm13, xmm11
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm10, xmm11
     movdqa       xmm0, [rsp + 96]                    ; reload
     movdqa       xmm11, xmm0                         ; csub: before layer 7
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm0, xmm11
     pminuw       xmm12, xmm10
     movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2720]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2816] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2688
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2736]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2688]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2704]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm9, xmm10
@@ -8122,24 +7705,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm9
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm0, xmm9
     psubw        xmm12, xmm14
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       xmm14, xmm9                         ; csub: before layer 7
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm9, xmm14
     pminuw       xmm1, xmm12
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2784]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2752
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2800]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2752]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2768]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm2, xmm12
@@ -8148,24 +7733,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm12, xmm2
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm1, xmm6
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm2                          ; csub: before layer 7
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm4
-    psubw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm1, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm4, xmm1
     movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2848]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2816
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2864]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2816]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2832]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm3, xmm1
@@ -8174,8 +7761,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm3
     movdqa       xmm6, xmm4
     paddw        xmm6, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm4, xmm15
     movdqa       xmm3, xmm8
@@ -8206,17 +7794,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm1, xmm2
     punpckhwd    xmm6, xmm4
     movdqa       xmm2, xmm3                          ; csub: before layer 8
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm15
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm3, xmm2
     pminuw       xmm15, xmm4
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2912]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2880
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2928]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2880]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2896]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm4, xmm7
     psubw        xmm8, xmm2
@@ -8225,24 +7814,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm8
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm13
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm3, xmm8
     psubw        xmm15, xmm13
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm8                         ; csub: before layer 8
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm13
     pminuw       xmm5, xmm15
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2976]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3072] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 2944
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2992]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2944]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2960]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm13, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm10, xmm13
@@ -8251,24 +7842,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm11, xmm10                        ; csub: before layer 8
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm11
     pminuw       xmm0, xmm5
     movdqa       xmm5, xmm12
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3040]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3008
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3056]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3008]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3024]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm5
@@ -8277,24 +7870,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm11, xmm0
     paddw        xmm11, xmm14
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12                        ; csub: before layer 8
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 96], xmm0                    ; spill
     movdqa       xmm0, xmm9
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm12, xmm14
     pminuw       xmm9, xmm0
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3104]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3072
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3120]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3072]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3088]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm1, xmm0
@@ -8303,61 +7898,62 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm14, xmm9
     paddw        xmm14, xmm6
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm9, xmm6
     movdqa       xmm1, xmm2                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, xmm4
-    psubw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm6, [rcx - 112]
     pminuw       xmm2, xmm1
     pminuw       xmm4, xmm6
     movdqa       xmm1, xmm3                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, [rsp + 128]                   ; reload
     movdqa       xmm7, xmm6
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm3, xmm1
     pminuw       xmm6, xmm7
     movdqa       xmm1, xmm13                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm7, xmm15
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm13, xmm1
     pminuw       xmm15, xmm7
     movdqa       xmm1, xmm8                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm7, [rsp + 32]                    ; reload
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm7
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm1
     pminuw       xmm7, xmm15
     movdqa       xmm1, xmm5                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm5, xmm1
     pminuw       xmm11, xmm15
     movdqa       xmm1, xmm10                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm10, xmm1
     pminuw       xmm15, xmm11
     movdqa       xmm1, xmm0                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm1
     pminuw       xmm14, xmm11
     movdqa       xmm1, xmm12                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm1
     pminuw       xmm9, xmm11
     movdqu       [rdi + 256], xmm2
@@ -8396,24 +7992,29 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 752]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    pmulhuw      xmm15, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm15, [rcx - 128]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm15, [rel pw_12289]
-    pmullw       xmm14, [rel pw_12289 + 16]
+    pmulhuw      xmm14, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
+    pmulhuw      xmm14, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 96], xmm7                    ; spill
-    movdqu       xmm7, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm7, [rcx - 128]                   ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -8422,26 +8023,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    pmulhuw      xmm8, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm8, [rcx - 128]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rel pw_5 + 16]
-    pmullw       xmm2, [rel pw_1]
-    pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm8, [rel pw_12289]
-    pmullw       xmm9, [rel pw_12289 + 16]
+    pmulhuw      xmm9, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm10, xmm8
@@ -8450,26 +8056,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    pmulhuw      xmm10, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rel pw_5 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, [rel pw_12289]
-    pmullw       xmm11, [rel pw_12289 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm10
@@ -8478,32 +8089,37 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
-    pmulhuw      xmm12, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm12, [rcx - 128]
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
-    pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm12, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm3
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm3, xmm12
@@ -8512,22 +8128,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm2
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm6, xmm3
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm14                         ; csub: before layer 3
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm14, xmm2
     pminuw       xmm15, xmm3
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3328] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3200
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm10, xmm2
@@ -8536,22 +8154,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm10
     movdqa       xmm3, xmm15
     paddw        xmm3, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm10
     psubw        xmm15, xmm11
     movdqa       xmm10, xmm8                         ; csub: before layer 3
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm9, xmm11
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3328] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3200
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm5, xmm10
@@ -8560,24 +8180,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm5
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm5
     psubw        xmm9, xmm12
     movdqa       xmm5, xmm0                          ; csub: before layer 3
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm0, xmm5
     pminuw       xmm1, xmm12
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3296]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3392] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3264
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3280]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm4, xmm5
@@ -8586,26 +8208,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm4
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm12
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm4                         ; csub: before layer 3
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, [rsp + 64]                    ; reload
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm4, xmm12
     pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3296]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3392] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3264
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3280]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
@@ -8614,22 +8238,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm6
     movdqa       xmm12, xmm1
     paddw        xmm12, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm1, xmm13
     movdqa       xmm6, xmm2                          ; csub: before layer 4
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm13
     movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3360]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3456] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3328
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3376]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3328]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3344]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm6
@@ -8638,24 +8264,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm10
     movdqa       xmm13, xmm3
     paddw        xmm13, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm14                        ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm14, xmm10
     pminuw       xmm15, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3424]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3520] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3392
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3440]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3392]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3408]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm8, xmm10
@@ -8664,22 +8292,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm8
     movdqa       xmm10, xmm15
     paddw        xmm10, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm8
     psubw        xmm15, xmm11
     movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3488]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3584] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3456
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3504]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3456]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3472]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm0, xmm8
@@ -8688,26 +8318,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm9, xmm12
     movdqa       xmm0, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm4
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3552]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3648] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3520
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3568]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3520]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3536]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm11, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm4, xmm11
@@ -8716,24 +8348,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm4
     movdqa       xmm12, xmm9
     paddw        xmm12, xmm1
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm6                          ; csub: before layer 5
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm6, xmm1
     pminuw       xmm2, xmm4
     movdqa       xmm1, xmm13
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3616]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3712] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3584
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3632]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3584]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3600]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm13, xmm1
@@ -8742,22 +8376,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm13
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm4
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm6, xmm13
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm3                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm13, xmm14
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm3, xmm4
     pminuw       xmm14, xmm13
     movdqa       xmm4, xmm10
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3680]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3776] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3648
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3696]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3648]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3664]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm4, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm4
@@ -8766,26 +8402,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm4, xmm10
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm3, xmm10
     psubw        xmm14, xmm15
     movdqa       xmm10, xmm8                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm5, xmm15
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3744]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3840] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3712
+    pmulhuw      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3760]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3712]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3728]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm15, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm15
@@ -8794,24 +8432,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm14
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm14
     movdqa       xmm10, xmm11                        ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm11, xmm10
     pminuw       xmm0, xmm14
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3808]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3904] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3776
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm14, [rsp]                        ; reload
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3824]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3776]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3792]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm12, xmm10
@@ -8820,8 +8460,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm10, xmm0
     paddw        xmm10, xmm14
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm11, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, xmm1
@@ -8853,17 +8494,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm5, xmm11
     punpckhwd    xmm10, xmm0
     movdqa       xmm0, xmm12                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm0
     pminuw       xmm14, xmm11
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3872]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3968] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3840
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3840]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3856]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm1, xmm0
@@ -8872,24 +8514,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm11, xmm14
     paddw        xmm11, xmm9
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm14, xmm9
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       xmm9, xmm1                          ; csub: before layer 6
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3936]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4032] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3904
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3952]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3904]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3920]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm9, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm4, xmm9
@@ -8898,24 +8542,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
     paddw        xmm14, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm4
     psubw        xmm2, xmm6
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm4                          ; csub: before layer 6
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm3
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm3, xmm2
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4000]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4096] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3968
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4016]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3968]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3984]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm13, xmm2
@@ -8924,24 +8570,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm13
     movdqa       xmm6, xmm3
     paddw        xmm6, xmm15
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm4, xmm13
     psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13                        ; csub: before layer 6
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm8
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm13, xmm15
     pminuw       xmm8, xmm3
     movdqa       xmm3, xmm5
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4064]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4160] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4032
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4080]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4032]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4048]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm3, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm5, xmm3
@@ -8950,8 +8598,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm5
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm10
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm13, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm13, xmm5
     psubw        xmm8, xmm10
     movdqa       xmm5, xmm0
@@ -8982,17 +8631,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm3, xmm13
     punpckhwd    xmm15, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 7
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm10, xmm13
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4128]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4224] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4096
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4144]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4096]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4112]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
@@ -9001,24 +8651,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm13, xmm10
     paddw        xmm13, xmm11
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm10, xmm11
     movdqa       xmm0, [rsp + 128]                   ; reload
     movdqa       xmm11, xmm0                         ; csub: before layer 7
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm0, xmm11
     pminuw       xmm12, xmm10
     movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4192]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4288] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4160
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4208]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4160]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4176]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm9, xmm10
@@ -9027,24 +8679,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm9
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm0, xmm9
     psubw        xmm12, xmm14
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm14, xmm9                         ; csub: before layer 7
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm9, xmm14
     pminuw       xmm1, xmm12
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4256]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4224
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4272]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4224]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4240]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm2, xmm12
@@ -9053,24 +8707,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm12, xmm2
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm1, xmm6
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm2                          ; csub: before layer 7
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, xmm4
-    psubw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm1, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm4, xmm1
     movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4320]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4288
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4336]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4288]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4304]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm3, xmm1
@@ -9079,8 +8735,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm3
     movdqa       xmm6, xmm4
     paddw        xmm6, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm4, xmm15
     movdqa       xmm3, xmm8
@@ -9111,17 +8768,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm1, xmm2
     punpckhwd    xmm6, xmm4
     movdqa       xmm2, xmm3                          ; csub: before layer 8
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm15
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm3, xmm2
     pminuw       xmm15, xmm4
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4384]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4352
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4400]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4352]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4368]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm4, xmm7
     psubw        xmm8, xmm2
@@ -9130,24 +8788,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm8
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm13
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm3, xmm8
     psubw        xmm15, xmm13
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm8                         ; csub: before layer 8
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm13
     pminuw       xmm5, xmm15
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4448]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4544] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4416
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4464]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4416]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4432]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm13, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm10, xmm13
@@ -9156,24 +8816,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       xmm11, xmm10                        ; csub: before layer 8
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm11
     pminuw       xmm0, xmm5
     movdqa       xmm5, xmm12
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4512]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4480
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4528]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4480]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4496]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm5
@@ -9182,24 +8844,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm11, xmm0
     paddw        xmm11, xmm14
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12                        ; csub: before layer 8
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm9
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm12, xmm14
     pminuw       xmm9, xmm0
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4576]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4544
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4592]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4544]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4560]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm1, xmm0
@@ -9208,61 +8872,62 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm14, xmm9
     paddw        xmm14, xmm6
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm9, xmm6
     movdqa       xmm1, xmm2                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, xmm4
-    psubw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm6, [rcx - 112]
     pminuw       xmm2, xmm1
     pminuw       xmm4, xmm6
     movdqa       xmm1, xmm3                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, [rsp + 64]                    ; reload
     movdqa       xmm7, xmm6
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm3, xmm1
     pminuw       xmm6, xmm7
     movdqa       xmm1, xmm13                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm7, xmm15
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm13, xmm1
     pminuw       xmm15, xmm7
     movdqa       xmm1, xmm8                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm7, [rsp + 32]                    ; reload
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm7
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm1
     pminuw       xmm7, xmm15
     movdqa       xmm1, xmm5                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm5, xmm1
     pminuw       xmm11, xmm15
     movdqa       xmm1, xmm10                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, [rsp + 128]                  ; reload
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm10, xmm1
     pminuw       xmm15, xmm11
     movdqa       xmm1, xmm0                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm1
     pminuw       xmm14, xmm11
     movdqa       xmm1, xmm12                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm1
     pminuw       xmm9, xmm11
     movdqu       [rdi + 512], xmm2
@@ -9301,24 +8966,29 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1008]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    pmulhuw      xmm15, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm15, [rcx - 128]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm15, [rel pw_12289]
-    pmullw       xmm14, [rel pw_12289 + 16]
+    pmulhuw      xmm14, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
+    pmulhuw      xmm14, [rcx - 96]
     movdqa       xmm15, xmm9
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 128], xmm7                   ; spill
-    movdqu       xmm7, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm7, [rcx - 128]                   ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -9327,26 +8997,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    pmulhuw      xmm8, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm8, [rcx - 128]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rel pw_5 + 16]
-    pmullw       xmm2, [rel pw_1]
-    pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm8, [rel pw_12289]
-    pmullw       xmm9, [rel pw_12289 + 16]
+    pmulhuw      xmm9, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm10, xmm8
@@ -9355,26 +9030,31 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    pmulhuw      xmm10, [rel pw_5]
+    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rel pw_5 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, [rel pw_12289]
-    pmullw       xmm11, [rel pw_12289 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm10
@@ -9383,8 +9063,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
@@ -9401,14 +9082,15 @@ kg_falcon12289_ntt_forward_sse:
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 64]                    ; reload
     movdqa       xmm12, xmm3
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm3, xmm12
@@ -9417,22 +9099,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm2
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm6, xmm3
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm14                         ; csub: before layer 3
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm14, xmm2
     pminuw       xmm15, xmm3
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4800] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4672
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm10, xmm2
@@ -9441,22 +9125,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm10
     movdqa       xmm3, xmm15
     paddw        xmm3, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm10
     psubw        xmm15, xmm11
     movdqa       xmm10, xmm8                         ; csub: before layer 3
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm9, xmm11
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4800] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4672
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm5, xmm10
@@ -9465,24 +9151,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm5
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm5
     psubw        xmm9, xmm12
     movdqa       xmm5, xmm0                          ; csub: before layer 3
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm0, xmm5
     pminuw       xmm1, xmm12
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4768]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4864] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4736
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4752]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm4, xmm5
@@ -9491,26 +9179,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm4
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm12
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm4                         ; csub: before layer 3
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqa       xmm0, xmm1
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm4, xmm12
     pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4768]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4864] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4736
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4752]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
@@ -9519,22 +9209,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm6
     movdqa       xmm12, xmm1
     paddw        xmm12, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm1, xmm13
     movdqa       xmm6, xmm2                          ; csub: before layer 4
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm13
     movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4832]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4928] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4800
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4848]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4800]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4816]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm6
@@ -9543,24 +9235,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm6, xmm10
     movdqa       xmm13, xmm3
     paddw        xmm13, xmm11
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm14                        ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm14, xmm10
     pminuw       xmm15, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4896]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4992] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4864
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4912]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4864]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4880]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm3, xmm7
     psubw        xmm8, xmm10
@@ -9569,22 +9263,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm8
     movdqa       xmm10, xmm15
     paddw        xmm10, xmm11
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm14, xmm8
     psubw        xmm15, xmm11
     movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4960]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5056] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4928
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4976]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4928]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4944]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm0, xmm8
@@ -9593,26 +9289,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm9, xmm12
     movdqa       xmm0, [rsp + 64]                    ; reload
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm4
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5024]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5120] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4992
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5040]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4992]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5008]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm11, xmm7
     pmullw       xmm12, xmm7
     psubw        xmm4, xmm11
@@ -9621,24 +9319,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm11, xmm4
     movdqa       xmm12, xmm9
     paddw        xmm12, xmm1
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm6                          ; csub: before layer 5
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm6, xmm1
     pminuw       xmm2, xmm4
     movdqa       xmm1, xmm13
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5088]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5184] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5056
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm4, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5104]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5056]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5072]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm9, xmm7
     psubw        xmm13, xmm1
@@ -9647,22 +9347,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm13
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm4
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm6, xmm13
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm3                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm13, xmm14
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm3, xmm4
     pminuw       xmm14, xmm13
     movdqa       xmm4, xmm10
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5152]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5248] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5120
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5168]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5120]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5136]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm4, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm4
@@ -9671,26 +9373,28 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm4, xmm10
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm3, xmm10
     psubw        xmm14, xmm15
     movdqa       xmm10, xmm8                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm5, xmm15
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5216]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5312] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5184
+    pmulhuw      xmm15, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5232]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5184]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5200]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm15, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm10, xmm15
@@ -9699,24 +9403,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm14
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm14
     movdqa       xmm10, xmm11                        ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm11, xmm10
     pminuw       xmm0, xmm14
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5280]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5376] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5248
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5296]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5248]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5264]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm5, xmm7
     psubw        xmm12, xmm10
@@ -9725,8 +9431,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm10, xmm0
     paddw        xmm10, xmm14
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm11, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, xmm1
@@ -9758,17 +9465,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm5, xmm11
     punpckhwd    xmm10, xmm0
     movdqa       xmm0, xmm12                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm0
     pminuw       xmm14, xmm11
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5344]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5440] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5312
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5360]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5312]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5328]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm1, xmm0
@@ -9777,24 +9485,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm11, xmm14
     paddw        xmm11, xmm9
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm14, xmm9
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       xmm9, xmm1                          ; csub: before layer 6
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5408]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5504] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5376
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5424]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5376]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5392]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm9, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm4, xmm9
@@ -9803,24 +9513,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
     paddw        xmm14, xmm6
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm4
     psubw        xmm2, xmm6
     movdqa       xmm4, [rsp]                         ; reload
     movdqa       xmm6, xmm4                          ; csub: before layer 6
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm3, xmm2
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5472]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5568] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5440
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5488]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5440]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5456]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm13, xmm2
@@ -9829,24 +9541,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm13
     movdqa       xmm6, xmm3
     paddw        xmm6, xmm15
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm4, xmm13
     psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13                        ; csub: before layer 6
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm8
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm13, xmm15
     pminuw       xmm8, xmm3
     movdqa       xmm3, xmm5
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5536]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5632] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5504
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5552]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5504]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5520]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm3, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm5, xmm3
@@ -9855,8 +9569,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm3, xmm5
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm10
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm13, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm13, xmm5
     psubw        xmm8, xmm10
     movdqa       xmm5, xmm0
@@ -9887,17 +9602,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm3, xmm13
     punpckhwd    xmm15, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 7
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm10, xmm13
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5600]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5696] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5568
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5616]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5568]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5584]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm8, xmm7
     pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
@@ -9906,24 +9622,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm0
     movdqa       xmm13, xmm10
     paddw        xmm13, xmm11
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm5, xmm0
     psubw        xmm10, xmm11
     movdqa       xmm0, [rsp + 64]                    ; reload
     movdqa       xmm11, xmm0                         ; csub: before layer 7
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm0, xmm11
     pminuw       xmm12, xmm10
     movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5664]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5760] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5632
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5680]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5632]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5648]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm10, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm9, xmm10
@@ -9932,24 +9650,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm9
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm0, xmm9
     psubw        xmm12, xmm14
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm14, xmm9                         ; csub: before layer 7
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm1
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm9, xmm14
     pminuw       xmm1, xmm12
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5728]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5696
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5744]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5696]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5712]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm12, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm2, xmm12
@@ -9958,24 +9678,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm12, xmm2
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm6
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm1, xmm6
     movdqa       xmm2, [rsp]                         ; reload
     movdqa       xmm6, xmm2                          ; csub: before layer 7
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm4
-    psubw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm1, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm4, xmm1
     movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5792]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5760
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5808]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5760]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5776]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm7
     pmullw       xmm6, xmm7
     psubw        xmm3, xmm1
@@ -9984,8 +9706,9 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm1, xmm3
     movdqa       xmm6, xmm4
     paddw        xmm6, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm4, xmm15
     movdqa       xmm3, xmm8
@@ -10016,17 +9739,18 @@ kg_falcon12289_ntt_forward_sse:
     punpckhwd    xmm1, xmm2
     punpckhwd    xmm6, xmm4
     movdqa       xmm2, xmm3                          ; csub: before layer 8
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm15
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm3, xmm2
     pminuw       xmm15, xmm4
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5856]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5824
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5872]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5824]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5840]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm2, xmm7
     pmullw       xmm4, xmm7
     psubw        xmm8, xmm2
@@ -10035,24 +9759,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm2, xmm8
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm13
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm3, xmm8
     psubw        xmm15, xmm13
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm8                         ; csub: before layer 8
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm5
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm13
     pminuw       xmm5, xmm15
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5888
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5936]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5888]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5904]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm13, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm10, xmm13
@@ -10061,24 +9787,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm15, xmm5
     paddw        xmm15, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm11, xmm10                        ; csub: before layer 8
-    psubw        xmm11, [rel pw_24578]
+    psubw        xmm11, [rcx - 128]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm11
     pminuw       xmm0, xmm5
     movdqa       xmm5, xmm12
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 5952
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6000]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5952]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5968]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm5, xmm7
     pmullw       xmm11, xmm7
     psubw        xmm12, xmm5
@@ -10087,24 +9815,26 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm12
     movdqa       xmm11, xmm0
     paddw        xmm11, xmm14
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm12
     psubw        xmm0, xmm14
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm12                        ; csub: before layer 8
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqa       xmm0, xmm9
-    psubw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm0, [rcx - 112]
     pminuw       xmm12, xmm14
     pminuw       xmm9, xmm0
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 6016
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6064]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6016]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6032]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm0, xmm7
     pmullw       xmm14, xmm7
     psubw        xmm1, xmm0
@@ -10113,61 +9843,62 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm0, xmm1
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm6
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm12, xmm1
     psubw        xmm9, xmm6
     movdqa       xmm1, xmm2                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, xmm4
-    psubw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm6, [rcx - 112]
     pminuw       xmm2, xmm1
     pminuw       xmm4, xmm6
     movdqa       xmm1, xmm3                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm6, [rsp]                         ; reload
     movdqa       xmm14, xmm6
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm3, xmm1
     pminuw       xmm6, xmm14
     movdqa       xmm1, xmm13                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm14, xmm15
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm13, xmm1
     pminuw       xmm15, xmm14
     movdqa       xmm1, xmm8                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm1
     pminuw       xmm14, xmm15
     movdqa       xmm1, xmm5                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm5, xmm1
     pminuw       xmm11, xmm15
     movdqa       xmm1, xmm10                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm15
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm10, xmm1
     pminuw       xmm15, xmm11
     movdqa       xmm1, xmm0                          ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm7
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm1
     pminuw       xmm7, xmm11
     movdqa       xmm1, xmm12                         ; csub: the output range asked for
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm1
     pminuw       xmm9, xmm11
     movdqu       [rdi + 768], xmm2
@@ -10201,12 +9932,16 @@ kg_falcon12289_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_basemul_sse:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_sse.end - kg_falcon12289_basemul_sse)
 align 32
 kg_falcon12289_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm13, [rel pw_m12287]              ; held in a register: read 32 times
+    movdqu       xmm14, [rel pw_m12287 + 16]         ; held in a register: read 32 times
+    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; held in a register: read 32 times
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -10217,13 +9952,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 32]
     movdqu       xmm8, [rdx + 48]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10248,10 +9983,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10269,13 +10004,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 96]
     movdqu       xmm8, [rdx + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10300,10 +10035,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10321,13 +10056,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 160]
     movdqu       xmm8, [rdx + 176]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10352,10 +10087,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10373,13 +10108,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 224]
     movdqu       xmm8, [rdx + 240]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10404,10 +10139,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10425,13 +10160,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 288]
     movdqu       xmm8, [rdx + 304]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10456,10 +10191,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10477,13 +10212,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 352]
     movdqu       xmm8, [rdx + 368]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10508,10 +10243,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10529,13 +10264,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 416]
     movdqu       xmm8, [rdx + 432]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10560,10 +10295,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10581,13 +10316,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 480]
     movdqu       xmm8, [rdx + 496]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10612,10 +10347,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10633,13 +10368,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 544]
     movdqu       xmm8, [rdx + 560]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10664,10 +10399,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10685,13 +10420,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 608]
     movdqu       xmm8, [rdx + 624]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10716,10 +10451,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10737,13 +10472,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 672]
     movdqu       xmm8, [rdx + 688]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10768,10 +10503,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10789,13 +10524,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 736]
     movdqu       xmm8, [rdx + 752]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10820,10 +10555,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10841,13 +10576,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 800]
     movdqu       xmm8, [rdx + 816]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10872,10 +10607,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10893,13 +10628,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 864]
     movdqu       xmm8, [rdx + 880]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10924,10 +10659,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10945,13 +10680,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 928]
     movdqu       xmm8, [rdx + 944]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -10976,10 +10711,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm7, 15
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
-    pand         xmm5, [rel pw_24578]
-    pand         xmm6, [rel pw_24578 + 16]
-    pand         xmm7, [rel pw_24578]
-    pand         xmm8, [rel pw_24578 + 16]
+    pand         xmm5, xmm15
+    pand         xmm6, [rax - 112]
+    pand         xmm7, xmm15
+    pand         xmm8, [rax - 112]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10997,13 +10732,13 @@ kg_falcon12289_basemul_sse:
     movdqu       xmm7, [rdx + 992]
     movdqu       xmm8, [rdx + 1008]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m12287]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m12287 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m12287]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -11028,10 +10763,10 @@ kg_falcon12289_basemul_sse:
     psraw        xmm6, 15
     movdqa       xmm7, xmm4
     psraw        xmm7, 15
-    pand         xmm0, [rel pw_24578]
-    pand         xmm5, [rel pw_24578 + 16]
-    pand         xmm6, [rel pw_24578]
-    pand         xmm7, [rel pw_24578 + 16]
+    pand         xmm0, xmm15
+    pand         xmm5, [rax - 112]
+    pand         xmm6, xmm15
+    pand         xmm7, [rax - 112]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm5
     paddw        xmm3, xmm6
@@ -11051,7 +10786,8 @@ kg_falcon12289_basemul_sse:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
+;   loops: 4 x 131 instructions (repeated groups rolled: 4717 instructions run, 4648 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -11072,7 +10808,8 @@ kg_falcon12289_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_12289]                ; q = 12289
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm0, [rcx - 128]                   ; q = 12289
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -11096,26 +10833,30 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddw        xmm15, xmm4
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 32]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 128] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 0
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 48]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 16]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm3, [rcx - 128]
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rel pw_682 + 16]
-    pmullw       xmm14, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
+    pmulhuw      xmm4, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm14, xmm3
@@ -11124,26 +10865,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddw        xmm4, xmm8
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 96]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 192] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 64
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 112]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 64]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 80]
+    pmulhuw      xmm8, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm7, [rcx - 128]
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rel pw_682 + 16]
-    pmullw       xmm3, [rel pw_128]
-    pmullw       xmm4, [rel pw_128 + 16]
+    pmulhuw      xmm8, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm3, xmm7
@@ -11152,26 +10897,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm12
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 160]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 256] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 128
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 176]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 128]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 144]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm11, [rcx - 128]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rel pw_682 + 16]
-    pmullw       xmm7, [rel pw_128]
-    pmullw       xmm8, [rel pw_128 + 16]
+    pmulhuw      xmm12, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm7, xmm11
@@ -11182,28 +10931,32 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm12
     paddw        xmm8, [rsp + 32]
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm13, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm13, [rsp + 64]
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 224]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 192
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 240]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 192]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 208]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm13, xmm7
     psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    pmulhuw      xmm7, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm7, [rcx - 128]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel pw_682 + 16]
-    pmullw       xmm11, [rel pw_128]
-    pmullw       xmm8, [rel pw_128 + 16]
+    pmulhuw      xmm10, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm7
@@ -11266,17 +11019,20 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm14
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm15
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm0, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm0
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 288]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 384] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 256
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 304]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 256]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 272]
-    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm15, [rcx - 128]                  ; reload
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm0, xmm13
@@ -11287,17 +11043,19 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, [rsp]
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp]
     movdqa       xmm3, xmm10
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 352]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 448] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 320
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 368]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 320]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 336]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm3, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -11308,16 +11066,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm1
     paddw        xmm13, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 416]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 512] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 384
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 432]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 384]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 400]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -11326,16 +11086,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm11
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm8
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 480]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 576] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 448
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 496]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 448]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 464]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm8, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -11395,128 +11157,137 @@ kg_falcon12289_ntt_inverse_sse:
     pblendw      xmm2, xmm9, 204
     pblendw      xmm4, xmm5, 204
     movdqa       xmm3, xmm15                         ; csub: before layer 6
-    psubw        xmm3, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm5, xmm8
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm15, xmm3
     pminuw       xmm8, xmm5
     movdqa       xmm3, xmm6                          ; csub: before layer 6
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm5, [rsp + 160]                   ; reload
     movdqa       xmm9, xmm5
-    psubw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm9, [rcx - 112]
     pminuw       xmm6, xmm3
     pminuw       xmm5, xmm9
     movdqa       xmm3, xmm15                         ; layer 6
     paddw        xmm3, xmm6
     movdqa       xmm9, xmm8
     paddw        xmm9, xmm5
-    paddw        xmm15, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    paddw        xmm15, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm15, xmm6
     psubw        xmm8, xmm5
     movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 544]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 640] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 512
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 560]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 512]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 528]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 160], xmm9                   ; spill
-    movdqu       xmm9, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm9, [rcx - 128]                   ; reload
     pmullw       xmm5, xmm9
     pmullw       xmm6, xmm9
     psubw        xmm15, xmm5
     psubw        xmm8, xmm6
     movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       xmm6, xmm5                          ; csub: before layer 6
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm12
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm5, xmm6
     pminuw       xmm12, xmm8
     movdqa       xmm6, xmm11                         ; csub: before layer 6
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm8, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm8
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm11, xmm6
     pminuw       xmm8, xmm15
     movdqa       xmm6, xmm5                          ; layer 6
     paddw        xmm6, xmm11
     movdqa       xmm15, xmm12
     paddw        xmm15, xmm8
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm5, xmm11
     psubw        xmm12, xmm8
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 608]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 704] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 576
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 624]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 576]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 592]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm8, xmm9
     pmullw       xmm11, xmm9
     psubw        xmm5, xmm8
     psubw        xmm12, xmm11
     movdqa       xmm8, xmm0                          ; csub: before layer 6
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm7
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm8
     pminuw       xmm7, xmm11
     movdqa       xmm8, xmm14                         ; csub: before layer 6
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm13
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm14, xmm8
     pminuw       xmm13, xmm11
     movdqa       xmm8, xmm0                          ; layer 6
     paddw        xmm8, xmm14
     movdqa       xmm11, xmm7
     paddw        xmm11, xmm13
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm0, xmm14
     psubw        xmm7, xmm13
     movdqa       xmm13, xmm0
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 672]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 768] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 640
+    pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 688]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 640]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 656]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm13, xmm9
     pmullw       xmm14, xmm9
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
     movdqa       xmm13, xmm10                        ; csub: before layer 6
-    psubw        xmm13, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rcx - 128]
     movdqa       xmm14, xmm1
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm10, xmm13
     pminuw       xmm1, xmm14
     movdqa       xmm13, xmm2                         ; csub: before layer 6
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       xmm14, xmm4
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm2, xmm13
     pminuw       xmm4, xmm14
     movdqa       xmm13, xmm10                        ; layer 6
     paddw        xmm13, xmm2
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm4
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm10, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 736]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 832] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 704
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 752]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 704]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 720]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm9
     pmullw       xmm4, xmm9
     psubw        xmm10, xmm2
@@ -11549,289 +11320,308 @@ kg_falcon12289_ntt_inverse_sse:
     punpckhqdq   xmm13, xmm10
     punpckhqdq   xmm14, xmm1
     movdqa       xmm1, xmm2                          ; csub: before layer 5
-    psubw        xmm1, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm10, xmm9
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm2, xmm1
     pminuw       xmm9, xmm10
     movdqa       xmm1, xmm3                          ; csub: before layer 5
-    psubw        xmm1, [rel pw_24578]
+    psubw        xmm1, [rcx - 128]
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm10
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm3, xmm1
     pminuw       xmm10, xmm14
     movdqa       xmm1, xmm2                          ; layer 5
     paddw        xmm1, xmm3
     movdqa       xmm14, xmm9
     paddw        xmm14, xmm10
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm9, xmm10
     movdqa       xmm3, xmm2
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 800]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 768
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 816]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 768]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 784]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 128], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm14, [rcx - 128]                  ; reload
     pmullw       xmm3, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm2, xmm3
     psubw        xmm9, xmm10
     movdqa       xmm3, [rsp + 160]                   ; reload
     movdqa       xmm10, xmm3                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm4
-    psubw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm9, [rcx - 112]
     pminuw       xmm3, xmm10
     pminuw       xmm4, xmm9
     movdqa       xmm9, xmm6                          ; csub: before layer 5
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm10, xmm15
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm6, xmm9
     pminuw       xmm15, xmm10
     movdqa       xmm9, xmm3                          ; layer 5
     paddw        xmm9, xmm6
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm3, xmm6
     psubw        xmm4, xmm15
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 864]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 960] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 832
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 880]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 832]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 848]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm3, xmm6
     psubw        xmm4, xmm15
     movdqa       xmm6, xmm5                          ; csub: before layer 5
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm15, xmm12
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm5, xmm6
     pminuw       xmm12, xmm15
     movdqa       xmm6, xmm8                          ; csub: before layer 5
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm11, xmm15
     movdqa       xmm6, xmm5                          ; layer 5
     paddw        xmm6, xmm8
     movdqa       xmm15, xmm12
     paddw        xmm15, xmm11
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm5, xmm8
     psubw        xmm12, xmm11
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 928]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1024] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 896
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 944]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 896]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 912]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm8, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm5, xmm8
     psubw        xmm12, xmm11
     movdqa       xmm8, xmm0                          ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, xmm7
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm0, xmm8
     pminuw       xmm7, xmm11
     movdqa       xmm8, xmm13                         ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm11, [rsp + 96]                   ; reload
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm13, xmm8
     pminuw       xmm11, xmm12
     movdqa       xmm8, xmm0                          ; layer 5
     paddw        xmm8, xmm13
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm11
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm0, xmm13
     psubw        xmm7, xmm11
     movdqa       xmm11, xmm0
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 992]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1088] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 960
+    pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1008]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 960]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 976]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm11, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm0, xmm11
     psubw        xmm7, xmm13
     movdqa       xmm11, xmm1                         ; csub: before layer 4
-    psubw        xmm11, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm11, [rcx - 128]
     movdqa       xmm13, xmm2
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm1, xmm11
     pminuw       xmm2, xmm13
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm11                        ; csub: before layer 4
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm7
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm11, xmm13
     pminuw       xmm7, xmm12
     movdqa       xmm12, xmm1                         ; layer 4
     paddw        xmm12, xmm11
     movdqa       xmm13, xmm2
     paddw        xmm13, xmm7
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm11
     psubw        xmm2, xmm7
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1056]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1152] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1024
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm11, xmm2
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1072]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1024]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1040]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm7, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm1, xmm7
     psubw        xmm2, xmm11
     movdqa       xmm7, xmm9                          ; csub: before layer 4
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm11, xmm3
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm9, xmm7
     pminuw       xmm3, xmm11
     movdqa       xmm7, xmm10                         ; csub: before layer 4
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm11, xmm4
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm10, xmm7
     pminuw       xmm4, xmm11
     movdqa       xmm7, xmm9                          ; layer 4
     paddw        xmm7, xmm10
     movdqa       xmm11, xmm3
     paddw        xmm11, xmm4
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm9, xmm10
     psubw        xmm3, xmm4
     movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1120]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1216] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1088
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1136]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1088]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1104]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm4, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm9, xmm4
     psubw        xmm3, xmm10
     movdqa       xmm4, xmm6                          ; csub: before layer 4
-    psubw        xmm4, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm5
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm6, xmm4
     pminuw       xmm5, xmm10
     movdqa       xmm4, xmm15                         ; csub: before layer 4
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm10
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm15, xmm4
     pminuw       xmm10, xmm3
     movdqa       xmm3, xmm6                          ; layer 4
     paddw        xmm3, xmm15
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm10
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm6, xmm15
     psubw        xmm5, xmm10
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1184]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1280] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1152
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm15, xmm5
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1168]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm6, xmm10
     psubw        xmm5, xmm15
     movdqa       xmm10, xmm8                         ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm0
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm8, xmm10
     pminuw       xmm0, xmm15
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm5
-    psubw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm6, [rcx - 112]
     pminuw       xmm10, xmm15
     pminuw       xmm5, xmm6
     movdqa       xmm6, xmm8                          ; layer 4
     paddw        xmm6, xmm10
     movdqa       xmm15, xmm0
     paddw        xmm15, xmm5
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm0, xmm5
     movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1248]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1344] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1216
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm10, xmm0
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1264]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1216]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1232]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm5, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm8, xmm5
     psubw        xmm0, xmm10
     movdqa       xmm5, xmm12                         ; csub: before layer 3
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm10, xmm13
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm12, xmm5
     pminuw       xmm13, xmm10
     movdqa       xmm5, xmm7                          ; csub: before layer 3
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm10, xmm11
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm7, xmm5
     pminuw       xmm11, xmm10
     movdqa       xmm5, xmm12                         ; layer 3
     paddw        xmm5, xmm7
     movdqa       xmm10, xmm13
     paddw        xmm10, xmm11
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm12, xmm7
     psubw        xmm13, xmm11
     movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1280
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1328]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1280]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1296]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm7, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm12, xmm7
@@ -11840,47 +11630,51 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm7, xmm9
     movdqa       xmm11, xmm2
     paddw        xmm11, [rsp]
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm9
     psubw        xmm2, [rsp]
     movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1312]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1280
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm2
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1328]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1280]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1296]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm9, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm1, xmm9
     psubw        xmm2, xmm13
     movdqa       xmm9, xmm3                          ; csub: before layer 3
-    psubw        xmm9, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm13, xmm4
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm3, xmm9
     pminuw       xmm4, xmm13
     movdqa       xmm9, xmm6                          ; csub: before layer 3
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm13, xmm15
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm6, xmm9
     pminuw       xmm15, xmm13
     movdqa       xmm9, xmm3                          ; layer 3
     paddw        xmm9, xmm6
     movdqa       xmm13, xmm4
     paddw        xmm13, xmm15
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm3, xmm6
     psubw        xmm4, xmm15
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1376]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1344
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1392]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1344]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1360]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm3, xmm6
@@ -11893,76 +11687,82 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm0
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm6, xmm8
     psubw        xmm2, xmm0
     movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1376]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1344
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1392]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1344]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1360]
+    pmulhuw      xmm8, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm0, xmm14
     pmullw       xmm8, xmm14
     psubw        xmm6, xmm0
     psubw        xmm2, xmm8
     movdqa       xmm0, xmm5                          ; csub: before layer 2
-    psubw        xmm0, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm8, xmm10
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm5, xmm0
     pminuw       xmm10, xmm8
     movdqa       xmm0, xmm9                          ; csub: before layer 2
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm8, xmm13
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm9, xmm0
     pminuw       xmm13, xmm8
     movdqa       xmm0, xmm5                          ; layer 2
     paddw        xmm0, xmm9
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm13
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm5, xmm9
     psubw        xmm10, xmm13
     movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1440]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1456]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1424]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm9, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm5, xmm9
     psubw        xmm10, xmm13
     movdqa       xmm9, xmm7                          ; csub: before layer 2
-    psubw        xmm9, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm13, xmm11
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm7, xmm9
     pminuw       xmm11, xmm13
     movdqa       xmm9, xmm15                         ; csub: before layer 2
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm13, xmm1
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm15, xmm9
     pminuw       xmm1, xmm13
     movdqa       xmm9, xmm7                          ; layer 2
     paddw        xmm9, xmm15
     movdqa       xmm13, xmm11
     paddw        xmm13, xmm1
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm7, xmm15
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm7
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1440]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1456]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1424]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm1, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm7, xmm1
@@ -11973,16 +11773,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm4
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm12, xmm3
     psubw        xmm15, xmm4
     movdqa       xmm3, xmm12
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1440]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1456]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1424]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm3, xmm14
     pmullw       xmm4, xmm14
     psubw        xmm12, xmm3
@@ -11995,16 +11797,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm3, xmm6
     psubw        xmm15, xmm2
     movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1440]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1456]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1424]
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm6, xmm14
     psubw        xmm3, xmm2
@@ -12051,26 +11855,30 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1504]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1600] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1472
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1520]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1488]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
-    pmullw       xmm13, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
+    pmulhuw      xmm3, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -12079,26 +11887,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1568]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1664] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1536
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1584]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1552]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
+    pmulhuw      xmm7, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -12107,26 +11919,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1632]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1728] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1600
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1648]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1600]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1616]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -12137,28 +11953,32 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 128]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm12, [rsp + 160]
     psubw        xmm11, [rsp + 128]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm12
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1696]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1664
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1712]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1664]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1680]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm6, [rcx - 128]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_682 + 16]
-    pmullw       xmm10, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
+    pmulhuw      xmm9, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm10, xmm6
@@ -12221,17 +12041,20 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1760]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1856] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1728
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1776]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1728]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1744]
-    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm15, [rcx - 128]                  ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -12242,17 +12065,19 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1824]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1920] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1792
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1840]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1792]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1808]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -12263,16 +12088,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1888]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1984] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1856
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1904]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1856]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1872]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -12281,16 +12108,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1952]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2048] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1920
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1968]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1920]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1936]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm8, xmm7
@@ -12350,128 +12179,137 @@ kg_falcon12289_ntt_inverse_sse:
     pblendw      xmm1, xmm8, 204
     pblendw      xmm3, xmm4, 204
     movdqa       xmm2, xmm15                         ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm7
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm15, xmm2
     pminuw       xmm7, xmm4
     movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm8, xmm4
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm5, xmm2
     pminuw       xmm4, xmm8
     movdqa       xmm2, xmm15                         ; layer 6
     paddw        xmm2, xmm5
     movdqa       xmm8, xmm7
     paddw        xmm8, xmm4
-    paddw        xmm15, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm15, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm15, xmm5
     psubw        xmm7, xmm4
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2016]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2112] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1984
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2032]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1984]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2000]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     movdqa       [rsp + 32], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm8, [rcx - 128]                   ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
     psubw        xmm7, xmm5
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm5, xmm4                          ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm11
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm7
     movdqa       xmm5, xmm14                         ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm7
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm14, xmm5
     pminuw       xmm7, xmm15
     movdqa       xmm5, xmm4                          ; layer 6
     paddw        xmm5, xmm14
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm14
     psubw        xmm11, xmm7
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2080]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2176] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2048
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2096]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2048]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2064]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm8
     pmullw       xmm14, xmm8
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm6                          ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm9
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm14
     movdqa       xmm7, xmm13                         ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm13, xmm7
     pminuw       xmm12, xmm14
     movdqa       xmm7, xmm6                          ; layer 6
     paddw        xmm7, xmm13
     movdqa       xmm14, xmm9
     paddw        xmm14, xmm12
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm13
     psubw        xmm9, xmm12
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2144]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2240] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2112
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2160]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2112]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2128]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm8
     pmullw       xmm13, xmm8
     psubw        xmm6, xmm12
     psubw        xmm9, xmm13
     movdqa       xmm12, xmm10                        ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm13, xmm0
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm10, xmm12
     pminuw       xmm0, xmm13
     movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm1, xmm12
     pminuw       xmm3, xmm13
     movdqa       xmm12, xmm10                        ; layer 6
     paddw        xmm12, xmm1
     movdqa       xmm13, xmm0
     paddw        xmm13, xmm3
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2208]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2304] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2176
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2224]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2176]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2192]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm8
     pmullw       xmm3, xmm8
     psubw        xmm10, xmm1
@@ -12504,289 +12342,308 @@ kg_falcon12289_ntt_inverse_sse:
     punpckhqdq   xmm12, xmm10
     punpckhqdq   xmm13, xmm0
     movdqa       xmm0, xmm1                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm8, xmm10
     movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm0
     pminuw       xmm10, xmm13
     movdqa       xmm0, xmm1                          ; layer 5
     paddw        xmm0, xmm2
     movdqa       xmm13, xmm8
     paddw        xmm13, xmm10
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm1, xmm2
     psubw        xmm8, xmm10
     movdqa       xmm2, xmm1
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2272]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2368] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2240
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2288]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2240]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2256]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 64], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm13, [rcx - 128]                  ; reload
     pmullw       xmm2, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm1, xmm2
     psubw        xmm8, xmm10
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm2                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm3
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm2, xmm10
     pminuw       xmm3, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm10, xmm15
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm10
     movdqa       xmm8, xmm2                          ; layer 5
     paddw        xmm8, xmm5
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2336]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2304
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2352]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2304]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2320]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm4                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm5
     pminuw       xmm14, xmm15
     movdqa       xmm5, xmm4                          ; layer 5
     paddw        xmm5, xmm7
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm14
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2400]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2496] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2384]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm6                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm9
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm14
     movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm7
     pminuw       xmm14, xmm11
     movdqa       xmm7, xmm6                          ; layer 5
     paddw        xmm7, xmm12
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm12
     psubw        xmm9, xmm14
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2464]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2560] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm6, xmm12
     psubw        xmm9, xmm14
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm14, xmm1
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm1, xmm14
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12                        ; csub: before layer 4
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm14
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm0                         ; layer 4
     paddw        xmm11, xmm12
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm12
     psubw        xmm1, xmm9
     movdqa       xmm9, xmm0
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2528]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2624] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2496
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2544]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2496]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2512]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm9, xmm13
     pmullw       xmm12, xmm13
     psubw        xmm0, xmm9
     psubw        xmm1, xmm12
     movdqa       xmm9, xmm8                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm2
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm8, xmm9
     pminuw       xmm2, xmm12
     movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm10, xmm9
     pminuw       xmm3, xmm12
     movdqa       xmm9, xmm8                          ; layer 4
     paddw        xmm9, xmm10
     movdqa       xmm12, xmm2
     paddw        xmm12, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm8
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2592]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2688] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2560
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2608]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2560]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2576]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm3, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm8, xmm3
     psubw        xmm2, xmm10
     movdqa       xmm3, xmm5                          ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm3
     pminuw       xmm4, xmm10
     movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm10
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm15, xmm3
     pminuw       xmm10, xmm2
     movdqa       xmm2, xmm5                          ; layer 4
     paddw        xmm2, xmm15
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm10
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm5, xmm15
     psubw        xmm4, xmm10
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2656]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2752] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2624
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2672]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2624]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2640]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm10, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm5, xmm10
     psubw        xmm4, xmm15
     movdqa       xmm10, xmm7                         ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm6
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm10
     pminuw       xmm6, xmm15
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm4
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm15
     pminuw       xmm4, xmm5
     movdqa       xmm5, xmm7                          ; layer 4
     paddw        xmm5, xmm10
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm4
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm7, xmm10
     psubw        xmm6, xmm4
     movdqa       xmm4, xmm7
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2720]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2816] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2688
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2736]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2688]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2704]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm4, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm7, xmm4
     psubw        xmm6, xmm10
     movdqa       xmm4, xmm11                         ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm14
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm11, xmm4
     pminuw       xmm14, xmm10
     movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm9, xmm4
     pminuw       xmm12, xmm10
     movdqa       xmm4, xmm11                         ; layer 3
     paddw        xmm4, xmm9
     movdqa       xmm10, xmm14
     paddw        xmm10, xmm12
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm11, xmm9
     psubw        xmm14, xmm12
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2784]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2752
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2800]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2752]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2768]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm9, xmm13
     pmullw       xmm12, xmm13
     psubw        xmm11, xmm9
@@ -12795,47 +12652,51 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2784]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2752
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2800]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2752]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2768]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm8, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm0, xmm8
     psubw        xmm1, xmm14
     movdqa       xmm8, xmm2                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm3
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm2, xmm8
     pminuw       xmm3, xmm14
     movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm15
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm14
     movdqa       xmm8, xmm2                          ; layer 3
     paddw        xmm8, xmm5
     movdqa       xmm14, xmm3
     paddw        xmm14, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2848]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2816
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2864]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2816]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2832]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm2, xmm5
@@ -12848,76 +12709,82 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2848]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2816
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2864]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2816]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2832]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm5, xmm6
     psubw        xmm1, xmm7
     movdqa       xmm6, xmm4                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm10, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm14
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm14, xmm7
     movdqa       xmm6, xmm4                          ; layer 2
     paddw        xmm6, xmm8
     movdqa       xmm7, xmm10
     paddw        xmm7, xmm14
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm4, xmm8
     psubw        xmm10, xmm14
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2912]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2928]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2896]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm8, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm4, xmm8
     psubw        xmm10, xmm14
     movdqa       xmm8, xmm9                          ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm9, xmm8
     pminuw       xmm12, xmm14
     movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm15, xmm8
     pminuw       xmm0, xmm14
     movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm15
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm0
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm9, xmm15
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm9
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2912]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2928]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2896]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm0, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm9, xmm0
@@ -12928,16 +12795,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2912]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2928]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2896]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm11, xmm2
@@ -12950,16 +12819,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2912]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2928]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2896]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm2, xmm1
@@ -13006,26 +12877,30 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2976]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3072] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2944
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2992]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2960]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
-    pmullw       xmm14, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
+    pmulhuw      xmm3, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm14, xmm2
@@ -13034,26 +12909,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3040]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3136] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3008
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3056]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3024]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
+    pmulhuw      xmm7, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm2, xmm6
@@ -13062,26 +12941,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3104]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3200] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3072
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3120]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3072]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3088]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm6, xmm10
@@ -13092,28 +12975,32 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 64]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm12, [rsp + 32]
     psubw        xmm11, [rsp + 64]
     movdqa       [rsp + 64], xmm6                    ; spill
     movdqa       xmm6, xmm12
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3168]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3136
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3184]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3136]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3152]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm6, [rcx - 128]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_682 + 16]
-    pmullw       xmm10, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
+    pmulhuw      xmm9, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm10, xmm6
@@ -13176,17 +13063,20 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm14
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm13, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm13, xmm14
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3232]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3328] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3200
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3248]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3200]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3216]
-    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm15, [rcx - 128]                  ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm13, xmm12
@@ -13197,17 +13087,19 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm14
     paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm14, [rsp]
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3296]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3392] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3264
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3312]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3264]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3280]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -13218,16 +13110,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3360]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3456] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3328
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3376]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3328]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3344]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -13236,16 +13130,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3424]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3520] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3392
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3440]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3392]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3408]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm8, xmm7
@@ -13305,128 +13201,137 @@ kg_falcon12289_ntt_inverse_sse:
     pblendw      xmm1, xmm8, 204
     pblendw      xmm3, xmm4, 204
     movdqa       xmm2, xmm15                         ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm7
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm15, xmm2
     pminuw       xmm7, xmm4
     movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm8, xmm4
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm5, xmm2
     pminuw       xmm4, xmm8
     movdqa       xmm2, xmm15                         ; layer 6
     paddw        xmm2, xmm5
     movdqa       xmm8, xmm7
     paddw        xmm8, xmm4
-    paddw        xmm15, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm15, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm15, xmm5
     psubw        xmm7, xmm4
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3488]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3584] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3456
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3504]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3456]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3472]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     movdqa       [rsp + 128], xmm8                   ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm8, [rcx - 128]                   ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
     psubw        xmm7, xmm5
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm5, xmm4                          ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm11
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm7
     movdqa       xmm5, xmm13                         ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm7
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm13, xmm5
     pminuw       xmm7, xmm15
     movdqa       xmm5, xmm4                          ; layer 6
     paddw        xmm5, xmm13
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm13
     psubw        xmm11, xmm7
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3552]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3648] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3520
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3568]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3520]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3536]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm8
     pmullw       xmm13, xmm8
     psubw        xmm4, xmm7
     psubw        xmm11, xmm13
     movdqa       xmm7, xmm6                          ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm13, xmm9
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm13
     movdqa       xmm7, xmm14                         ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm13, xmm12
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm14, xmm7
     pminuw       xmm12, xmm13
     movdqa       xmm7, xmm6                          ; layer 6
     paddw        xmm7, xmm14
     movdqa       xmm13, xmm9
     paddw        xmm13, xmm12
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm14
     psubw        xmm9, xmm12
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3616]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3584
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3632]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3584]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3600]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm8
     pmullw       xmm14, xmm8
     psubw        xmm6, xmm12
     psubw        xmm9, xmm14
     movdqa       xmm12, xmm10                        ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm10, xmm12
     pminuw       xmm0, xmm14
     movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm14, xmm3
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm1, xmm12
     pminuw       xmm3, xmm14
     movdqa       xmm12, xmm10                        ; layer 6
     paddw        xmm12, xmm1
     movdqa       xmm14, xmm0
     paddw        xmm14, xmm3
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3680]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3776] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3648
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3696]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3648]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3664]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm8
     pmullw       xmm3, xmm8
     psubw        xmm10, xmm1
@@ -13459,289 +13364,308 @@ kg_falcon12289_ntt_inverse_sse:
     punpckhqdq   xmm12, xmm10
     punpckhqdq   xmm14, xmm0
     movdqa       xmm0, xmm1                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm8, xmm10
     movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm10
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm2, xmm0
     pminuw       xmm10, xmm14
     movdqa       xmm0, xmm1                          ; layer 5
     paddw        xmm0, xmm2
     movdqa       xmm14, xmm8
     paddw        xmm14, xmm10
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm1, xmm2
     psubw        xmm8, xmm10
     movdqa       xmm2, xmm1
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3744]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3840] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3712
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3760]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3712]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3728]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 160], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm14, [rcx - 128]                  ; reload
     pmullw       xmm2, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm1, xmm2
     psubw        xmm8, xmm10
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm10, xmm2                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm3
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm2, xmm10
     pminuw       xmm3, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm10, xmm15
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm10
     movdqa       xmm8, xmm2                          ; layer 5
     paddw        xmm8, xmm5
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3808]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3904] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3776
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3824]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3776]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3792]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm4                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm13
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm5
     pminuw       xmm13, xmm15
     movdqa       xmm5, xmm4                          ; layer 5
     paddw        xmm5, xmm7
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm7
     psubw        xmm11, xmm13
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3872]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3840
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3888]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3840]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3856]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm4, xmm7
     psubw        xmm11, xmm13
     movdqa       xmm7, xmm6                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm13, xmm9
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm13
     movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm13
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm7
     pminuw       xmm13, xmm11
     movdqa       xmm7, xmm6                          ; layer 5
     paddw        xmm7, xmm12
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm13
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm12
     psubw        xmm9, xmm13
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3936]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4032] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3904
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3952]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3904]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3920]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm6, xmm12
     psubw        xmm9, xmm13
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm13, xmm1
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm1, xmm13
     movdqa       xmm12, [rsp + 160]                  ; reload
     movdqa       xmm13, xmm12                        ; csub: before layer 4
-    psubw        xmm13, [rel pw_24578]
+    psubw        xmm13, [rcx - 128]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm13
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm0                         ; layer 4
     paddw        xmm11, xmm12
     movdqa       xmm13, xmm1
     paddw        xmm13, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm12
     psubw        xmm1, xmm9
     movdqa       xmm9, xmm0
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4000]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4096] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3968
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4016]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3968]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3984]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm9, xmm14
     pmullw       xmm12, xmm14
     psubw        xmm0, xmm9
     psubw        xmm1, xmm12
     movdqa       xmm9, xmm8                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm2
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm8, xmm9
     pminuw       xmm2, xmm12
     movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm10, xmm9
     pminuw       xmm3, xmm12
     movdqa       xmm9, xmm8                          ; layer 4
     paddw        xmm9, xmm10
     movdqa       xmm12, xmm2
     paddw        xmm12, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm8
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4064]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4160] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4032
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4080]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4032]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4048]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm3, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm8, xmm3
     psubw        xmm2, xmm10
     movdqa       xmm3, xmm5                          ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm3
     pminuw       xmm4, xmm10
     movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm10
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm15, xmm3
     pminuw       xmm10, xmm2
     movdqa       xmm2, xmm5                          ; layer 4
     paddw        xmm2, xmm15
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm10
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm5, xmm15
     psubw        xmm4, xmm10
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4128]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4224] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4096
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4144]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4096]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4112]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm5, xmm10
     psubw        xmm4, xmm15
     movdqa       xmm10, xmm7                         ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm6
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm10
     pminuw       xmm6, xmm15
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm4
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm15
     pminuw       xmm4, xmm5
     movdqa       xmm5, xmm7                          ; layer 4
     paddw        xmm5, xmm10
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm4
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm7, xmm10
     psubw        xmm6, xmm4
     movdqa       xmm4, xmm7
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4192]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4288] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4160
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4208]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4160]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4176]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm4, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm7, xmm4
     psubw        xmm6, xmm10
     movdqa       xmm4, xmm11                         ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm13
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm11, xmm4
     pminuw       xmm13, xmm10
     movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm9, xmm4
     pminuw       xmm12, xmm10
     movdqa       xmm4, xmm11                         ; layer 3
     paddw        xmm4, xmm9
     movdqa       xmm10, xmm13
     paddw        xmm10, xmm12
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm11, xmm9
     psubw        xmm13, xmm12
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4256]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4224
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4272]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4224]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4240]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm9, xmm14
     pmullw       xmm12, xmm14
     psubw        xmm11, xmm9
@@ -13750,47 +13674,51 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4256]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4224
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4272]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4224]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4240]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm8, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm0, xmm8
     psubw        xmm1, xmm13
     movdqa       xmm8, xmm2                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm8
     pminuw       xmm3, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm15
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm13
     movdqa       xmm8, xmm2                          ; layer 3
     paddw        xmm8, xmm5
     movdqa       xmm13, xmm3
     paddw        xmm13, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4320]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4288
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4336]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4288]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4304]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm2, xmm5
@@ -13803,76 +13731,82 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4320]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4288
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4336]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4288]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4304]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm5, xmm6
     psubw        xmm1, xmm7
     movdqa       xmm6, xmm4                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm10, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm13
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm13, xmm7
     movdqa       xmm6, xmm4                          ; layer 2
     paddw        xmm6, xmm8
     movdqa       xmm7, xmm10
     paddw        xmm7, xmm13
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm4, xmm8
     psubw        xmm10, xmm13
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4384]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4400]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4368]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm8, xmm14
     pmullw       xmm13, xmm14
     psubw        xmm4, xmm8
     psubw        xmm10, xmm13
     movdqa       xmm8, xmm9                          ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm12
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm9, xmm8
     pminuw       xmm12, xmm13
     movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm13, xmm0
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm15, xmm8
     pminuw       xmm0, xmm13
     movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm15
     movdqa       xmm13, xmm12
     paddw        xmm13, xmm0
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm9, xmm15
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm9
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4384]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4400]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4368]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm0, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm9, xmm0
@@ -13883,16 +13817,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4384]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4400]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4368]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm11, xmm2
@@ -13905,16 +13841,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4384]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4400]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4368]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm14
     pmullw       xmm5, xmm14
     psubw        xmm2, xmm1
@@ -13961,26 +13899,30 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4448]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4544] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4416
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4464]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4432]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm2, [rcx - 128]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
-    pmullw       xmm13, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
+    pmulhuw      xmm3, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -13989,26 +13931,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4512]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4608] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4480
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4528]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4496]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
+    pmulhuw      xmm7, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -14017,26 +13963,30 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4576]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4672] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4544
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4592]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4544]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4560]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
+    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
+    pmulhuw      xmm10, [rcx - 128]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
+    pmulhuw      xmm11, [rcx - 112]
+    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -14047,18 +13997,20 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 160]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm12, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm12, [rsp + 128]
     psubw        xmm11, [rsp + 160]
     movdqa       [rsp + 160], xmm6                   ; spill
     movdqa       xmm6, xmm12
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4640]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4608
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4656]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4608]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4624]
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm12, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm12, xmm6
@@ -14131,17 +14083,20 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4704]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4800] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4672
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4720]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4672]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4688]
-    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
+    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm15, [rcx - 128]                  ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -14152,17 +14107,19 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4768]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4864] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4736
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4784]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4736]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4752]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -14173,16 +14130,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4832]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4928] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4800
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4848]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4800]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4816]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -14191,16 +14150,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4896]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4992] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4864
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4912]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4864]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4880]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm8, xmm7
@@ -14260,32 +14221,34 @@ kg_falcon12289_ntt_inverse_sse:
     pblendw      xmm1, xmm8, 204
     pblendw      xmm3, xmm4, 204
     movdqa       xmm2, xmm15                         ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, xmm7
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm15, xmm2
     pminuw       xmm7, xmm4
     movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm8, xmm4
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm5, xmm2
     pminuw       xmm4, xmm8
     movdqa       xmm2, xmm15                         ; layer 6
     paddw        xmm2, xmm5
     movdqa       xmm8, xmm7
     paddw        xmm8, xmm4
-    paddw        xmm15, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm15, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
     psubw        xmm15, xmm5
     psubw        xmm7, xmm4
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4960]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5056] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4928
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4976]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4928]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4944]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
@@ -14294,94 +14257,100 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm7, xmm5
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm5, xmm4                          ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm11
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm7
     movdqa       xmm5, xmm14                         ; csub: before layer 6
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm7
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm14, xmm5
     pminuw       xmm7, xmm15
     movdqa       xmm5, xmm4                          ; layer 6
     paddw        xmm5, xmm14
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm14
     psubw        xmm11, xmm7
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5024]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5120] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4992
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5040]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4992]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5008]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm8
     pmullw       xmm14, xmm8
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm6                          ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm9
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm14
     movdqa       xmm7, xmm13                         ; csub: before layer 6
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm13, xmm7
     pminuw       xmm12, xmm14
     movdqa       xmm7, xmm6                          ; layer 6
     paddw        xmm7, xmm13
     movdqa       xmm14, xmm9
     paddw        xmm14, xmm12
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm13
     psubw        xmm9, xmm12
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5088]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5184] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5056
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5104]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5056]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5072]
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm8
     pmullw       xmm13, xmm8
     psubw        xmm6, xmm12
     psubw        xmm9, xmm13
     movdqa       xmm12, xmm10                        ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm13, xmm0
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm10, xmm12
     pminuw       xmm0, xmm13
     movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rel pw_24578]
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm13, xmm3
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm1, xmm12
     pminuw       xmm3, xmm13
     movdqa       xmm12, xmm10                        ; layer 6
     paddw        xmm12, xmm1
     movdqa       xmm13, xmm0
     paddw        xmm13, xmm3
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
     psubw        xmm10, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5152]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5120
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5168]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5120]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5136]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
     pmullw       xmm1, xmm8
     pmullw       xmm3, xmm8
     psubw        xmm10, xmm1
@@ -14414,33 +14383,35 @@ kg_falcon12289_ntt_inverse_sse:
     punpckhqdq   xmm12, xmm10
     punpckhqdq   xmm13, xmm0
     movdqa       xmm0, xmm1                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm8, xmm10
     movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, [rcx - 128]
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm13, [rcx - 112]
     pminuw       xmm2, xmm0
     pminuw       xmm10, xmm13
     movdqa       xmm0, xmm1                          ; layer 5
     paddw        xmm0, xmm2
     movdqa       xmm13, xmm8
     paddw        xmm13, xmm10
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
     psubw        xmm1, xmm2
     psubw        xmm8, xmm10
     movdqa       xmm2, xmm1
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5216]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5312] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5184
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5232]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5184]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5200]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqu       xmm13, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm13
@@ -14449,254 +14420,270 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm8, xmm10
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm10, xmm2                         ; csub: before layer 5
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm3
-    psubw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm2, xmm10
     pminuw       xmm3, xmm8
     movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm10, xmm15
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm10
     movdqa       xmm8, xmm2                          ; layer 5
     paddw        xmm8, xmm5
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5280]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5376] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5248
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5296]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5248]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5264]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm4                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm4, xmm5
     pminuw       xmm11, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rel pw_24578]
+    psubw        xmm5, [rcx - 128]
     movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm5
     pminuw       xmm14, xmm15
     movdqa       xmm5, xmm4                          ; layer 5
     paddw        xmm5, xmm7
     movdqa       xmm15, xmm11
     paddw        xmm15, xmm14
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm4
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5344]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5440] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5312
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5360]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5312]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5328]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
     pmullw       xmm7, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm4, xmm7
     psubw        xmm11, xmm14
     movdqa       xmm7, xmm6                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, xmm9
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm6, xmm7
     pminuw       xmm9, xmm14
     movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
+    psubw        xmm7, [rcx - 128]
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm14
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm7
     pminuw       xmm14, xmm11
     movdqa       xmm7, xmm6                          ; layer 5
     paddw        xmm7, xmm12
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm6, xmm12
     psubw        xmm9, xmm14
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5408]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5504] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5376
+    pmulhuw      xmm12, [rcx - 96]
     movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5424]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5376]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5392]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm12, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm6, xmm12
     psubw        xmm9, xmm14
     movdqa       xmm12, xmm0                         ; csub: before layer 4
-    psubw        xmm12, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rcx - 128]
     movdqa       xmm14, xmm1
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm0, xmm12
     pminuw       xmm1, xmm14
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12                        ; csub: before layer 4
-    psubw        xmm14, [rel pw_24578]
+    psubw        xmm14, [rcx - 128]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm9
-    psubw        xmm11, [rel pw_24578 + 16]
+    psubw        xmm11, [rcx - 112]
     pminuw       xmm12, xmm14
     pminuw       xmm9, xmm11
     movdqa       xmm11, xmm0                         ; layer 4
     paddw        xmm11, xmm12
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm9
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm12
     psubw        xmm1, xmm9
     movdqa       xmm9, xmm0
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5472]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5568] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5440
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5488]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5440]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5456]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm9, xmm13
     pmullw       xmm12, xmm13
     psubw        xmm0, xmm9
     psubw        xmm1, xmm12
     movdqa       xmm9, xmm8                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm2
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm8, xmm9
     pminuw       xmm2, xmm12
     movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
+    psubw        xmm9, [rcx - 128]
     movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm12, [rcx - 112]
     pminuw       xmm10, xmm9
     pminuw       xmm3, xmm12
     movdqa       xmm9, xmm8                          ; layer 4
     paddw        xmm9, xmm10
     movdqa       xmm12, xmm2
     paddw        xmm12, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm8, xmm10
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm8
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5536]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5632] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5504
+    pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5552]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5504]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5520]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
     pmullw       xmm3, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm8, xmm3
     psubw        xmm2, xmm10
     movdqa       xmm3, xmm5                          ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm5, xmm3
     pminuw       xmm4, xmm10
     movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, [rcx - 128]
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm10
-    psubw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm2, [rcx - 112]
     pminuw       xmm15, xmm3
     pminuw       xmm10, xmm2
     movdqa       xmm2, xmm5                          ; layer 4
     paddw        xmm2, xmm15
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm10
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
     psubw        xmm5, xmm15
     psubw        xmm4, xmm10
     movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5600]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5696] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5568
+    pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5616]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5568]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5584]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
     pmullw       xmm10, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm5, xmm10
     psubw        xmm4, xmm15
     movdqa       xmm10, xmm7                         ; csub: before layer 4
-    psubw        xmm10, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm10, [rcx - 128]
     movdqa       xmm15, xmm6
-    psubw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm15, [rcx - 112]
     pminuw       xmm7, xmm10
     pminuw       xmm6, xmm15
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rel pw_24578]
+    psubw        xmm15, [rcx - 128]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm4
-    psubw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm5, [rcx - 112]
     pminuw       xmm10, xmm15
     pminuw       xmm4, xmm5
     movdqa       xmm5, xmm7                          ; layer 4
     paddw        xmm5, xmm10
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm4
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm7, xmm10
     psubw        xmm6, xmm4
     movdqa       xmm4, xmm7
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5664]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5760] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5632
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5680]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5632]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5648]
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
     pmullw       xmm4, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm7, xmm4
     psubw        xmm6, xmm10
     movdqa       xmm4, xmm11                         ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm14
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm11, xmm4
     pminuw       xmm14, xmm10
     movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rel pw_24578]
+    psubw        xmm4, [rcx - 128]
     movdqa       xmm10, xmm12
-    psubw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm9, xmm4
     pminuw       xmm12, xmm10
     movdqa       xmm4, xmm11                         ; layer 3
     paddw        xmm4, xmm9
     movdqa       xmm10, xmm14
     paddw        xmm10, xmm12
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm11, xmm9
     psubw        xmm14, xmm12
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5728]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5696
+    pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5744]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5696]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5712]
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm9, xmm13
     pmullw       xmm12, xmm13
     psubw        xmm11, xmm9
@@ -14705,47 +14692,51 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5728]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5696
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5744]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5696]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5712]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm8, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm0, xmm8
     psubw        xmm1, xmm14
     movdqa       xmm8, xmm2                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm3
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm2, xmm8
     pminuw       xmm3, xmm14
     movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm15
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm5, xmm8
     pminuw       xmm15, xmm14
     movdqa       xmm8, xmm2                          ; layer 3
     paddw        xmm8, xmm5
     movdqa       xmm14, xmm3
     paddw        xmm14, xmm15
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm3, [rel pw_24578 + 16]
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
     psubw        xmm2, xmm5
     psubw        xmm3, xmm15
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5792]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5760
+    pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5808]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5760]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5776]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
     pmullw       xmm5, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm2, xmm5
@@ -14758,76 +14749,82 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5792]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5760
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5808]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5760]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5776]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm5, xmm6
     psubw        xmm1, xmm7
     movdqa       xmm6, xmm4                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm4, xmm6
     pminuw       xmm10, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm14
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm14, xmm7
     movdqa       xmm6, xmm4                          ; layer 2
     paddw        xmm6, xmm8
     movdqa       xmm7, xmm10
     paddw        xmm7, xmm14
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm4, xmm8
     psubw        xmm10, xmm14
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5856]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5872]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5840]
+    pmulhuw      xmm14, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
     pmullw       xmm8, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm4, xmm8
     psubw        xmm10, xmm14
     movdqa       xmm8, xmm9                          ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm9, xmm8
     pminuw       xmm12, xmm14
     movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm14, xmm0
-    psubw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm14, [rcx - 112]
     pminuw       xmm15, xmm8
     pminuw       xmm0, xmm14
     movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm15
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm0
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm12, [rcx - 112]
     psubw        xmm9, xmm15
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm9
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5856]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
+    pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5872]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5840]
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
     pmullw       xmm0, xmm13
     pmullw       xmm15, xmm13
     psubw        xmm9, xmm0
@@ -14838,16 +14835,18 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm11, [rcx - 128]
+    paddw        xmm15, [rcx - 112]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5856]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5872]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5840]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm11, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm11, xmm2
@@ -14865,11 +14864,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5856]
+    pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5872]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824]
-    pmullw       xmm15, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5840]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm15, [rcx - 112]
     pmullw       xmm1, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm2, xmm1
@@ -14893,6 +14892,8 @@ kg_falcon12289_ntt_inverse_sse:
     movdqu       [rdi + 976], xmm0
     movdqu       [rdi + 992], xmm2
     movdqu       [rdi + 1008], xmm15
+    mov          rax, 4
+    .repeat1:
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqu       xmm2, [rdi + 256]
@@ -14902,91 +14903,97 @@ kg_falcon12289_ntt_inverse_sse:
     movdqu       xmm6, [rdi + 768]
     movdqu       xmm7, [rdi + 784]
     movdqa       xmm8, xmm0                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm9, [rcx - 112]
     pminuw       xmm0, xmm8
     pminuw       xmm1, xmm9
     movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
+    psubw        xmm8, [rcx - 128]
     movdqa       xmm9, xmm3
-    psubw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm9, [rcx - 112]
     pminuw       xmm2, xmm8
     pminuw       xmm3, xmm9
     movdqa       xmm8, xmm0                          ; layer 1
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm3, xmm5
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm4, xmm2
     pminuw       xmm5, xmm3
     movdqa       xmm2, xmm6                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
+    psubw        xmm2, [rcx - 128]
     movdqa       xmm3, xmm7
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, [rcx - 112]
     pminuw       xmm6, xmm2
     pminuw       xmm7, xmm3
     movdqa       xmm2, xmm4                          ; layer 1
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5952
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm9, xmm7
     movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm7
     movdqa       xmm6, xmm8                          ; layer 0
     paddw        xmm6, xmm2
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm2
     psubw        xmm9, xmm3
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm8, xmm2
@@ -15000,11 +15007,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
@@ -15017,378 +15024,10 @@ kg_falcon12289_ntt_inverse_sse:
     movdqu       [rdi + 528], xmm9
     movdqu       [rdi + 768], xmm0
     movdqu       [rdi + 784], xmm1
-    movdqu       xmm0, [rdi + 32]
-    movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rdi + 288]
-    movdqu       xmm3, [rdi + 304]
-    movdqu       xmm4, [rdi + 544]
-    movdqu       xmm5, [rdi + 560]
-    movdqu       xmm6, [rdi + 800]
-    movdqu       xmm7, [rdi + 816]
-    movdqa       xmm8, xmm0                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm8
-    pminuw       xmm1, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm2
-    pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 32], xmm6
-    movdqu       [rdi + 48], xmm7
-    movdqu       [rdi + 288], xmm2
-    movdqu       [rdi + 304], xmm3
-    movdqu       [rdi + 544], xmm8
-    movdqu       [rdi + 560], xmm9
-    movdqu       [rdi + 800], xmm0
-    movdqu       [rdi + 816], xmm1
-    movdqu       xmm0, [rdi + 64]
-    movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rdi + 320]
-    movdqu       xmm3, [rdi + 336]
-    movdqu       xmm4, [rdi + 576]
-    movdqu       xmm5, [rdi + 592]
-    movdqu       xmm6, [rdi + 832]
-    movdqu       xmm7, [rdi + 848]
-    movdqa       xmm8, xmm0                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm8
-    pminuw       xmm1, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm2
-    pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 64], xmm6
-    movdqu       [rdi + 80], xmm7
-    movdqu       [rdi + 320], xmm2
-    movdqu       [rdi + 336], xmm3
-    movdqu       [rdi + 576], xmm8
-    movdqu       [rdi + 592], xmm9
-    movdqu       [rdi + 832], xmm0
-    movdqu       [rdi + 848], xmm1
-    movdqu       xmm0, [rdi + 96]
-    movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rdi + 352]
-    movdqu       xmm3, [rdi + 368]
-    movdqu       xmm4, [rdi + 608]
-    movdqu       xmm5, [rdi + 624]
-    movdqu       xmm6, [rdi + 864]
-    movdqu       xmm7, [rdi + 880]
-    movdqa       xmm8, xmm0                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm8
-    pminuw       xmm1, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rel pw_24578]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm2
-    pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 1
-    psubw        xmm2, [rel pw_24578]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 96], xmm6
-    movdqu       [rdi + 112], xmm7
-    movdqu       [rdi + 352], xmm2
-    movdqu       [rdi + 368], xmm3
-    movdqu       [rdi + 608], xmm8
-    movdqu       [rdi + 624], xmm9
-    movdqu       [rdi + 864], xmm0
-    movdqu       [rdi + 880], xmm1
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat1
+    add          rdi, -128                           ; back to the argument
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqu       xmm2, [rdi + 384]
@@ -15401,16 +15040,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
@@ -15419,46 +15060,50 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm6, [rcx - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
+    pmulhuw      xmm7, [rcx - 16]
+    pmullw       xmm4, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm9, xmm7
     movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm7
     movdqa       xmm6, xmm8                          ; layer 0
     paddw        xmm6, xmm2
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm2
     psubw        xmm9, xmm3
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm3, [rcx + 48]
+    pmullw       xmm8, [rcx]
+    pmullw       xmm9, [rcx + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm8, xmm2
@@ -15467,16 +15112,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm4, [rcx + 32]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm5, [rcx + 48]
+    pmullw       xmm0, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
@@ -15501,16 +15148,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
@@ -15519,46 +15168,50 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm6, [rcx - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
+    pmulhuw      xmm7, [rcx - 16]
+    pmullw       xmm4, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm9, xmm7
     movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm7
     movdqa       xmm6, xmm8                          ; layer 0
     paddw        xmm6, xmm2
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm2
     psubw        xmm9, xmm3
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm3, [rcx + 48]
+    pmullw       xmm8, [rcx]
+    pmullw       xmm9, [rcx + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm8, xmm2
@@ -15567,16 +15220,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm4, [rcx + 32]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm5, [rcx + 48]
+    pmullw       xmm0, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
@@ -15601,16 +15256,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
@@ -15619,46 +15276,50 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm6, [rcx - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
+    pmulhuw      xmm7, [rcx - 16]
+    pmullw       xmm4, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm9, xmm7
     movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm7
     movdqa       xmm6, xmm8                          ; layer 0
     paddw        xmm6, xmm2
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm2
     psubw        xmm9, xmm3
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm3, [rcx + 48]
+    pmullw       xmm8, [rcx]
+    pmullw       xmm9, [rcx + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm8, xmm2
@@ -15667,16 +15328,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm4, [rcx + 32]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm5, [rcx + 48]
+    pmullw       xmm0, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
@@ -15701,16 +15364,18 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5920]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5936]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5904]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
@@ -15719,46 +15384,50 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5984]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5952
+    pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6000]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5968]
+    pmulhuw      xmm7, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm8                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm9
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm8, xmm6
     pminuw       xmm9, xmm7
     movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rel pw_24578]
+    psubw        xmm6, [rcx - 128]
     movdqa       xmm7, xmm3
-    psubw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm7, [rcx - 112]
     pminuw       xmm2, xmm6
     pminuw       xmm3, xmm7
     movdqa       xmm6, xmm8                          ; layer 0
     paddw        xmm6, xmm2
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm3
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
     psubw        xmm8, xmm2
     psubw        xmm9, xmm3
     movdqa       xmm2, xmm8
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm3, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm8, xmm2
@@ -15772,11 +15441,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6048]
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6064]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6032]
+    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
@@ -15801,22 +15470,28 @@ kg_falcon12289_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_sse.end - kg_falcon12289_reduce_shoup_sse)
 align 32
 kg_falcon12289_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_5]                    ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_5 + 16]               ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_1]                    ; held in a register: read 32 times
+    movdqu       xmm7, [rel pw_1 + 16]               ; held in a register: read 32 times
+    movdqu       xmm8, [rel pw_12289]                ; held in a register: read 32 times
+    movdqu       xmm9, [rel pw_12289 + 16]           ; held in a register: read 32 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -15824,13 +15499,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -15838,13 +15513,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -15852,13 +15527,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -15866,13 +15541,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -15880,13 +15555,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -15894,13 +15569,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -15908,13 +15583,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -15922,13 +15597,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -15936,13 +15611,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -15950,13 +15625,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -15964,13 +15639,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -15978,13 +15653,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -15992,13 +15667,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -16006,13 +15681,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -16020,13 +15695,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -16034,13 +15709,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 512], xmm0
@@ -16048,13 +15723,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 544], xmm0
@@ -16062,13 +15737,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 576], xmm0
@@ -16076,13 +15751,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 608], xmm0
@@ -16090,13 +15765,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 640], xmm0
@@ -16104,13 +15779,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 672], xmm0
@@ -16118,13 +15793,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 704], xmm0
@@ -16132,13 +15807,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 736], xmm0
@@ -16146,13 +15821,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 768], xmm0
@@ -16160,13 +15835,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 800], xmm0
@@ -16174,13 +15849,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 832], xmm0
@@ -16188,13 +15863,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 864], xmm0
@@ -16202,13 +15877,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 896], xmm0
@@ -16216,13 +15891,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 928], xmm0
@@ -16230,13 +15905,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 960], xmm0
@@ -16244,13 +15919,13 @@ kg_falcon12289_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 992], xmm0
@@ -16265,28 +15940,34 @@ kg_falcon12289_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_sse:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
 align 32
 kg_falcon12289_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_12289]                ; held in a register: read 64 times
+    movdqu       xmm5, [rel pw_12289 + 16]           ; held in a register: read 64 times
+    movdqu       xmm6, [rel pw_5]                    ; held in a register: read 32 times
+    movdqu       xmm7, [rel pw_5 + 16]               ; held in a register: read 32 times
+    movdqu       xmm8, [rel pw_1]                    ; held in a register: read 32 times
+    movdqu       xmm9, [rel pw_1 + 16]               ; held in a register: read 32 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -16294,19 +15975,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -16314,19 +15995,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -16334,19 +16015,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -16354,19 +16035,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -16374,19 +16055,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -16394,19 +16075,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -16414,19 +16095,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -16434,19 +16115,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -16454,19 +16135,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -16474,19 +16155,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -16494,19 +16175,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -16514,19 +16195,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -16534,19 +16215,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -16554,19 +16235,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -16574,19 +16255,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -16594,19 +16275,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 512], xmm0
@@ -16614,19 +16295,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 544], xmm0
@@ -16634,19 +16315,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 576], xmm0
@@ -16654,19 +16335,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 608], xmm0
@@ -16674,19 +16355,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 640], xmm0
@@ -16694,19 +16375,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 672], xmm0
@@ -16714,19 +16395,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 704], xmm0
@@ -16734,19 +16415,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 736], xmm0
@@ -16754,19 +16435,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 768], xmm0
@@ -16774,19 +16455,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 800], xmm0
@@ -16794,19 +16475,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 832], xmm0
@@ -16814,19 +16495,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 864], xmm0
@@ -16834,19 +16515,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 896], xmm0
@@ -16854,19 +16535,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 928], xmm0
@@ -16874,19 +16555,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 960], xmm0
@@ -16894,19 +16575,19 @@ kg_falcon12289_freeze_sse:
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_5]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_12289]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 992], xmm0
@@ -16921,13 +16602,16 @@ kg_falcon12289_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_sse.end - kg_falcon12289_mulmod_shoup_sse)
 align 32
 kg_falcon12289_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_12289]                ; q = 12289
+    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 32 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 32 times
+    movdqu       xmm0, [rax - 128]                   ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -16943,9 +16627,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -16965,9 +16649,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -16987,9 +16671,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -17009,9 +16693,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -17031,9 +16715,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -17053,9 +16737,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -17075,9 +16759,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -17097,9 +16781,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -17119,9 +16803,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -17141,9 +16825,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -17163,9 +16847,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -17185,9 +16869,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -17207,9 +16891,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -17229,9 +16913,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -17251,9 +16935,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -17273,9 +16957,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -17295,9 +16979,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -17317,9 +17001,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -17339,9 +17023,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -17361,9 +17045,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -17383,9 +17067,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -17405,9 +17089,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -17427,9 +17111,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -17449,9 +17133,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -17471,9 +17155,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -17493,9 +17177,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -17515,9 +17199,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -17537,9 +17221,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -17559,9 +17243,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -17581,9 +17265,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -17603,9 +17287,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -17625,9 +17309,9 @@ kg_falcon12289_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_12289]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 992], xmm1
@@ -17642,13 +17326,18 @@ kg_falcon12289_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_sse.end - kg_falcon12289_muladd_shoup_sse)
 align 32
 kg_falcon12289_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_12289]                ; q = 12289
+    movdqu       xmm7, [rel pw_24578]                ; held in a register: read 32 times
+    movdqu       xmm8, [rel pw_24578 + 16]           ; held in a register: read 32 times
+    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 32 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 32 times
+    movdqu       xmm0, [rax - 128]                   ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -17668,15 +17357,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -17700,15 +17389,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -17732,15 +17421,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -17764,15 +17453,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -17796,15 +17485,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -17828,15 +17517,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -17860,15 +17549,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -17892,15 +17581,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -17924,15 +17613,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -17956,15 +17645,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -17988,15 +17677,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -18020,15 +17709,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -18052,15 +17741,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -18084,15 +17773,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -18116,15 +17805,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -18148,15 +17837,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -18180,15 +17869,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -18212,15 +17901,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -18244,15 +17933,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -18276,15 +17965,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -18308,15 +17997,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -18340,15 +18029,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -18372,15 +18061,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -18404,15 +18093,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -18436,15 +18125,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -18468,15 +18157,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -18500,15 +18189,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -18532,15 +18221,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -18564,15 +18253,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -18596,15 +18285,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -18628,15 +18317,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_24578]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_12289]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_12289 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -18660,15 +18349,15 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_24578]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_24578 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_12289]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_12289 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 992], xmm1

@@ -1402,13 +1402,13 @@ kg_gf2m233_mul_avx2:
     vpclmulqdq   xmm3, xmm0, xmm1, 1
     vpclmulqdq   xmm9, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm1, xmm9, xmm3
     vpxor        xmm3, xmm7, xmm6
     vpxor        xmm2, xmm4, xmm2
     vpxor        xmm2, xmm2, xmm3
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
@@ -1465,37 +1465,37 @@ kg_gf2m233_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm5, xmm1, 41
-    vpsllq       xmm6, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm6, xmm1, 41
     vpsllq       xmm7, xmm1, 33
     vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm0
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -1534,13 +1534,13 @@ kg_gf2m233_mul_lazy_avx2:
     vpclmulqdq   xmm3, xmm0, xmm1, 1
     vpclmulqdq   xmm9, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm1, xmm9, xmm3
     vpxor        xmm3, xmm7, xmm6
     vpxor        xmm2, xmm4, xmm2
     vpxor        xmm2, xmm2, xmm3
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
@@ -1592,32 +1592,32 @@ kg_gf2m233_sqr_lazy_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm5, xmm1, 41
-    vpsllq       xmm6, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm6, xmm1, 41
     vpsllq       xmm7, xmm1, 33
     vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm0
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -1739,13 +1739,13 @@ kg_gf2m233_mulwide_avx2:
     vpclmulqdq   xmm3, xmm0, xmm1, 1
     vpclmulqdq   xmm9, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm1, xmm9, xmm3
     vpxor        xmm3, xmm7, xmm6
     vpxor        xmm2, xmm4, xmm2
     vpxor        xmm2, xmm2, xmm3
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
@@ -1805,13 +1805,13 @@ kg_gf2m233_muladd_avx2:
     vpclmulqdq   xmm3, xmm0, xmm1, 1
     vpclmulqdq   xmm13, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm13
+    vpxor        xmm1, xmm13, xmm3
     vpxor        xmm3, xmm11, xmm10
     vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm3
     vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpclmulqdq   xmm3, xmm4, xmm6, 0
     vpclmulqdq   xmm10, xmm4, xmm6, 1
@@ -1831,13 +1831,13 @@ kg_gf2m233_muladd_avx2:
     vpclmulqdq   xmm7, xmm4, xmm5, 1
     vpclmulqdq   xmm15, xmm4, xmm5, 16
     vpclmulqdq   xmm4, xmm4, xmm5, 17
-    vpxor        xmm5, xmm7, xmm15
+    vpxor        xmm5, xmm15, xmm7
     vpxor        xmm7, xmm13, xmm11
     vpxor        xmm6, xmm3, xmm6
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm5, xmm14, xmm5
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm3, xmm8, xmm3
     vpxor        xmm7, xmm9, xmm10
@@ -1845,9 +1845,9 @@ kg_gf2m233_muladd_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpxor        xmm0, xmm0, xmm4
     vmovdqa      xmm4, [rsp + 32]                    ; reload
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm14, xmm4
     vmovdqa      xmm5, [rsp]                         ; reload
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
     vpalignr     xmm6, xmm1, xmm7, 8
@@ -1975,66 +1975,66 @@ kg_gf2m233_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm5, xmm1, 41
-    vpsllq       xmm6, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm6, xmm1, 41
     vpsllq       xmm7, xmm1, 33
     vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm0
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -2047,7 +2047,7 @@ kg_gf2m233_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
 align 32
@@ -2055,124 +2055,125 @@ kg_gf2m233_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm5, xmm1, 41
-    vpsllq       xmm6, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm6, xmm1, 41
     vpsllq       xmm7, xmm1, 33
     vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpand        xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -2185,248 +2186,249 @@ kg_gf2m233_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
 align 32
 kg_gf2m233_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm8, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm5, xmm1, 41
-    vpsllq       xmm6, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm6, xmm1, 41
     vpsllq       xmm7, xmm1, 33
     vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm8, xmm1
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -2439,7 +2441,7 @@ kg_gf2m233_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
 align 32
@@ -2459,638 +2461,670 @@ kg_gf2m233_msqr16_avx2:
     vmovdqu      ymm1, [rel gf2m_zero4]
     vpsllq       ymm2, ymm0, 63
     vpcmpgtq     ymm2, ymm1, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq16_map]
-    vpand        ymm4, ymm2, [rel gf2m_sq16_map + 32]
-    vpand        ymm5, ymm2, [rel gf2m_sq16_map + 64]
-    vpand        ymm2, ymm2, [rel gf2m_sq16_map + 96]
+    lea          rax, [rel gf2m_sq16_map + 128]      ; addresses gf2m_sq16_map near byte 0
+    vpand        ymm3, ymm2, [rax - 128]
+    vpand        ymm4, ymm2, [rax - 96]
+    vpand        ymm5, ymm2, [rax - 64]
+    vpand        ymm2, ymm2, [rax - 32]
     vpsllq       ymm6, ymm0, 62
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 128]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 160]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 192]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 224]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 61
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 256]
+    lea          rax, [rel gf2m_sq16_map + 384]      ; addresses gf2m_sq16_map near byte 256
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 288]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 320]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 352]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 60
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 384]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 416]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 448]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 480]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 59
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 512]
+    lea          rax, [rel gf2m_sq16_map + 640]      ; addresses gf2m_sq16_map near byte 512
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 544]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 576]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 608]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 58
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 640]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 672]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 704]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 736]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 57
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 768]
+    lea          rax, [rel gf2m_sq16_map + 896]      ; addresses gf2m_sq16_map near byte 768
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 800]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 832]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 864]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 56
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 896]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 928]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 960]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 992]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 55
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1024]
+    lea          rax, [rel gf2m_sq16_map + 1152]     ; addresses gf2m_sq16_map near byte 1024
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1056]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1088]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1120]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 54
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1152]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1184]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1216]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1248]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 53
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1280]
+    lea          rax, [rel gf2m_sq16_map + 1408]     ; addresses gf2m_sq16_map near byte 1280
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1312]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1344]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1376]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 52
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1408]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1440]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1472]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1504]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 51
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1536]
+    lea          rax, [rel gf2m_sq16_map + 1664]     ; addresses gf2m_sq16_map near byte 1536
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1568]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1600]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1632]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 50
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1664]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1696]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1728]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1760]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 49
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1792]
+    lea          rax, [rel gf2m_sq16_map + 1920]     ; addresses gf2m_sq16_map near byte 1792
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1824]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1856]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 1888]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 48
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1920]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1952]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 1984]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2016]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 47
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2048]
+    lea          rax, [rel gf2m_sq16_map + 2176]     ; addresses gf2m_sq16_map near byte 2048
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2080]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2112]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2144]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 46
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2176]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2208]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2240]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2272]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 45
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2304]
+    lea          rax, [rel gf2m_sq16_map + 2432]     ; addresses gf2m_sq16_map near byte 2304
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2336]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2368]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2400]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 44
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2432]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2464]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2496]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2528]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 43
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2560]
+    lea          rax, [rel gf2m_sq16_map + 2688]     ; addresses gf2m_sq16_map near byte 2560
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2592]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2624]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2656]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 42
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2688]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2720]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2752]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2784]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 41
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2816]
+    lea          rax, [rel gf2m_sq16_map + 2944]     ; addresses gf2m_sq16_map near byte 2816
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2848]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2880]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 2912]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 40
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2944]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 2976]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3008]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3040]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 39
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3072]
+    lea          rax, [rel gf2m_sq16_map + 3200]     ; addresses gf2m_sq16_map near byte 3072
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3104]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3136]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3168]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 38
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3200]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3232]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3264]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3296]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 37
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3328]
+    lea          rax, [rel gf2m_sq16_map + 3456]     ; addresses gf2m_sq16_map near byte 3328
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3360]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3392]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3424]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 36
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3456]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3488]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3520]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3552]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 35
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3584]
+    lea          rax, [rel gf2m_sq16_map + 3712]     ; addresses gf2m_sq16_map near byte 3584
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3616]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3648]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3680]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 34
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3712]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3744]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3776]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3808]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 33
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3840]
+    lea          rax, [rel gf2m_sq16_map + 3968]     ; addresses gf2m_sq16_map near byte 3840
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3872]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3904]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 3936]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 32
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 3968]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4000]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4032]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4064]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 31
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4096]
+    lea          rax, [rel gf2m_sq16_map + 4224]     ; addresses gf2m_sq16_map near byte 4096
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4128]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4160]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4192]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 30
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4224]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4256]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4288]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4320]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 29
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4352]
+    lea          rax, [rel gf2m_sq16_map + 4480]     ; addresses gf2m_sq16_map near byte 4352
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4384]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4416]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4448]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 28
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4480]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4512]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4544]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4576]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 27
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4608]
+    lea          rax, [rel gf2m_sq16_map + 4736]     ; addresses gf2m_sq16_map near byte 4608
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4640]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4672]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4704]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 26
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4736]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4768]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4800]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4832]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 25
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4864]
+    lea          rax, [rel gf2m_sq16_map + 4992]     ; addresses gf2m_sq16_map near byte 4864
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4896]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4928]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 4960]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 24
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 4992]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5024]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5056]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5088]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 23
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5120]
+    lea          rax, [rel gf2m_sq16_map + 5248]     ; addresses gf2m_sq16_map near byte 5120
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5152]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5184]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5216]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 22
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5248]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5280]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5312]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5344]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 21
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5376]
+    lea          rax, [rel gf2m_sq16_map + 5504]     ; addresses gf2m_sq16_map near byte 5376
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5408]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5440]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5472]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 20
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5504]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5536]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5568]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5600]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 19
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5632]
+    lea          rax, [rel gf2m_sq16_map + 5760]     ; addresses gf2m_sq16_map near byte 5632
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5664]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5696]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5728]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 18
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5760]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5792]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5824]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5856]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 17
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5888]
+    lea          rax, [rel gf2m_sq16_map + 6016]     ; addresses gf2m_sq16_map near byte 5888
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5920]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 5952]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 5984]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 16
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6016]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6048]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6080]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6112]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 15
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6144]
+    lea          rax, [rel gf2m_sq16_map + 6272]     ; addresses gf2m_sq16_map near byte 6144
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6176]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6208]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6240]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 14
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6272]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6304]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6336]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6368]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 13
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6400]
+    lea          rax, [rel gf2m_sq16_map + 6528]     ; addresses gf2m_sq16_map near byte 6400
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6432]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6464]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6496]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 12
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6528]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6560]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6592]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6624]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 11
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6656]
+    lea          rax, [rel gf2m_sq16_map + 6784]     ; addresses gf2m_sq16_map near byte 6656
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6688]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6720]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6752]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 10
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6784]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6816]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6848]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 6880]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 9
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6912]
+    lea          rax, [rel gf2m_sq16_map + 7040]     ; addresses gf2m_sq16_map near byte 6912
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6944]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 6976]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7008]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 8
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7040]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7072]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7104]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7136]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 7
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7168]
+    lea          rax, [rel gf2m_sq16_map + 7296]     ; addresses gf2m_sq16_map near byte 7168
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7200]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7232]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7264]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 6
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7296]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7328]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7360]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7392]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 5
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7424]
+    lea          rax, [rel gf2m_sq16_map + 7552]     ; addresses gf2m_sq16_map near byte 7424
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7456]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7488]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7520]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 4
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7552]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7584]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7616]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7648]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 3
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7680]
+    lea          rax, [rel gf2m_sq16_map + 7808]     ; addresses gf2m_sq16_map near byte 7680
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7712]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7744]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7776]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 2
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7808]
+    vpand        ymm7, ymm6, [rax]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7840]
+    vpand        ymm7, ymm6, [rax + 32]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7872]
+    vpand        ymm7, ymm6, [rax + 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 7904]
+    vpand        ymm6, ymm6, [rax + 96]
     vpxor        ymm2, ymm2, ymm6
     vpsllq       ymm6, ymm0, 1
     vpcmpgtq     ymm6, ymm1, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7936]
+    lea          rax, [rel gf2m_sq16_map + 8064]     ; addresses gf2m_sq16_map near byte 7936
+    vpand        ymm7, ymm6, [rax - 128]
     vpxor        ymm3, ymm3, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 7968]
+    vpand        ymm7, ymm6, [rax - 96]
     vpxor        ymm4, ymm4, ymm7
-    vpand        ymm7, ymm6, [rel gf2m_sq16_map + 8000]
+    vpand        ymm7, ymm6, [rax - 64]
     vpxor        ymm5, ymm5, ymm7
-    vpand        ymm6, ymm6, [rel gf2m_sq16_map + 8032]
+    vpand        ymm6, ymm6, [rax - 32]
     vpxor        ymm2, ymm2, ymm6
     vpcmpgtq     ymm0, ymm1, ymm0
-    vpand        ymm1, ymm0, [rel gf2m_sq16_map + 8064]
+    vpand        ymm1, ymm0, [rax]
     vpxor        ymm1, ymm3, ymm1
-    vpand        ymm3, ymm0, [rel gf2m_sq16_map + 8096]
+    vpand        ymm3, ymm0, [rax + 32]
     vpxor        ymm3, ymm4, ymm3
-    vpand        ymm4, ymm0, [rel gf2m_sq16_map + 8128]
+    vpand        ymm4, ymm0, [rax + 64]
     vpxor        ymm4, ymm5, ymm4
-    vpand        ymm0, ymm0, [rel gf2m_sq16_map + 8160]
+    vpand        ymm0, ymm0, [rax + 96]
     vpxor        ymm0, ymm2, ymm0
     vpermq       ymm2, ymm3, 147
     vpermq       ymm3, ymm4, 78
@@ -3116,7 +3150,7 @@ kg_gf2m233_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
 align 32
@@ -3141,20 +3175,20 @@ kg_gf2m233_ladder_step_avx2:
     vpbroadcastq xmm12, qword [r8]
     vpxor        xmm13, xmm0, xmm4
     vpand        xmm13, xmm13, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm13, xmm4
     vpxor        xmm13, xmm1, xmm5
     vpand        xmm13, xmm13, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm5, xmm5, xmm13
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm5, xmm13, xmm5
     vpxor        xmm13, xmm2, xmm6
     vpand        xmm13, xmm13, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm6, xmm13, xmm6
     vpxor        xmm13, xmm3, xmm7
     vpand        xmm12, xmm13, xmm12
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm7, xmm12, xmm7
     vpclmulqdq   xmm12, xmm0, xmm6, 0
     vpclmulqdq   xmm13, xmm0, xmm6, 1
     vpclmulqdq   xmm14, xmm0, xmm6, 16
@@ -3173,23 +3207,23 @@ kg_gf2m233_ladder_step_avx2:
     vpclmulqdq   xmm7, xmm9, xmm6, 0
     vmovdqa      [rsp + 96], xmm10                   ; spill
     vpclmulqdq   xmm10, xmm9, xmm6, 1
-    vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, xmm6, 16
+    vmovdqa      [rsp + 128], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm9, xmm6, 16
     vpclmulqdq   xmm6, xmm9, xmm6, 17
-    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm9, xmm15, xmm14
     vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm9, xmm6
     vpslldq      xmm9, xmm13, 8
     vpxor        xmm9, xmm12, xmm9
-    vpalignr     xmm10, xmm1, xmm13, 8
-    vpxor        xmm7, xmm7, xmm10
-    vpalignr     xmm1, xmm8, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
+    vpalignr     xmm10, xmm0, xmm13, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm0, xmm8, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm6, xmm11, xmm6
     vpsllq       xmm8, xmm6, 23
@@ -3197,21 +3231,21 @@ kg_gf2m233_ladder_step_avx2:
     vpsllq       xmm11, xmm6, 33
     vpsrlq       xmm6, xmm6, 31
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm0, xmm0, xmm6
     vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpsllq       xmm6, xmm1, 23
-    vpsrlq       xmm11, xmm1, 41
-    vpsllq       xmm12, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm6
+    vpsllq       xmm6, xmm0, 23
+    vpsrlq       xmm11, xmm0, 41
+    vpsllq       xmm12, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
     vpxor        xmm6, xmm9, xmm6
     vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm0, xmm7, xmm0
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm6, xmm6, xmm7
     vpalignr     xmm7, xmm10, xmm9, 8
-    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm0, xmm0, xmm7
     vpclmulqdq   xmm7, xmm4, xmm2, 0
     vpclmulqdq   xmm8, xmm4, xmm2, 1
     vpclmulqdq   xmm9, xmm4, xmm2, 16
@@ -3230,14 +3264,14 @@ kg_gf2m233_ladder_step_avx2:
     vpclmulqdq   xmm4, xmm4, xmm5, 17
     vpxor        xmm5, xmm14, xmm15
     vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm10, xmm7, xmm12
+    vpxor        xmm10, xmm12, xmm7
     vpxor        xmm10, xmm10, xmm9
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm9, xmm4
     vpslldq      xmm9, xmm8, 8
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vpalignr     xmm8, xmm5, xmm8, 8
     vpxor        xmm8, xmm10, xmm8
     vpalignr     xmm5, xmm11, xmm5, 8
@@ -3261,155 +3295,155 @@ kg_gf2m233_ladder_step_avx2:
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm4, xmm8, xmm4
     vpslldq      xmm8, xmm7, 8
-    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm5, xmm8, xmm5
     vpalignr     xmm7, xmm10, xmm7, 8
     vpxor        xmm4, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm7, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vmovdqa      xmm8, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm9, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
+    vpclmulqdq   xmm9, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpsllq       xmm10, xmm7, 23
+    vpsrlq       xmm11, xmm7, 41
+    vpsllq       xmm12, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxor        xmm11, xmm11, xmm12
+    vpxor        xmm1, xmm1, xmm7
+    vpsrldq      xmm7, xmm11, 8
+    vpxor        xmm1, xmm1, xmm7
+    vpsllq       xmm7, xmm1, 23
+    vpsrlq       xmm12, xmm1, 41
+    vpsllq       xmm13, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm8, xmm12, xmm13
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm1, xmm9, xmm1
+    vpslldq      xmm9, xmm8, 8
+    vpxor        xmm7, xmm9, xmm7
+    vpalignr     xmm8, xmm11, xmm8, 8
+    vpxor        xmm1, xmm8, xmm1
+    vpclmulqdq   xmm8, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm9, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpsllq       xmm10, xmm8, 23
     vpsrlq       xmm11, xmm8, 41
     vpsllq       xmm12, xmm8, 33
     vpsrlq       xmm8, xmm8, 31
     vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm8, xmm9, xmm8
-    vpsrldq      xmm9, xmm11, 8
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm8, 23
-    vpsrlq       xmm12, xmm8, 41
-    vpsllq       xmm13, xmm8, 33
-    vpsrlq       xmm8, xmm8, 31
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm9, xmm12, xmm13
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm0, xmm0, xmm8
-    vpslldq      xmm8, xmm9, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm8, xmm11, xmm9, 8
-    vpxor        xmm0, xmm0, xmm8
-    vpclmulqdq   xmm8, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm9, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpsllq       xmm10, xmm3, 23
-    vpsrlq       xmm11, xmm3, 41
-    vpsllq       xmm12, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm3, xmm9, xmm3
-    vpsrldq      xmm9, xmm11, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpsllq       xmm9, xmm3, 23
+    vpxor        xmm3, xmm8, xmm3
+    vpsrldq      xmm8, xmm11, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpsllq       xmm8, xmm3, 23
     vpsrlq       xmm12, xmm3, 41
     vpsllq       xmm13, xmm3, 33
     vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm12, xmm13
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm2, xmm2, xmm3
-    vpslldq      xmm3, xmm9, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm8, xmm12, xmm13
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm3, xmm9, xmm3
+    vpslldq      xmm9, xmm8, 8
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm8, xmm11, xmm8, 8
     vpxor        xmm3, xmm8, xmm3
-    vpalignr     xmm8, xmm11, xmm9, 8
-    vpxor        xmm2, xmm2, xmm8
     vpxor        xmm8, xmm6, xmm5
-    vpxor        xmm9, xmm1, xmm4
-    vpclmulqdq   xmm10, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
-    vpclmulqdq   xmm11, xmm9, xmm9, 0
-    vpclmulqdq   xmm9, xmm9, xmm9, 17
-    vpsllq       xmm12, xmm9, 23
-    vpsrlq       xmm13, xmm9, 41
-    vpsllq       xmm14, xmm9, 33
-    vpsrlq       xmm9, xmm9, 31
+    vpxor        xmm9, xmm0, xmm4
+    vpclmulqdq   xmm10, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm11, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpsllq       xmm12, xmm10, 23
+    vpsrlq       xmm13, xmm10, 41
+    vpsllq       xmm14, xmm10, 33
+    vpsrlq       xmm10, xmm10, 31
     vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm9, xmm11, xmm9
-    vpsrldq      xmm11, xmm13, 8
-    vpxor        xmm9, xmm9, xmm11
-    vpsllq       xmm11, xmm9, 23
+    vpxor        xmm9, xmm9, xmm10
+    vpsrldq      xmm10, xmm13, 8
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm9, 23
     vpsrlq       xmm14, xmm9, 41
     vpsllq       xmm15, xmm9, 33
     vpsrlq       xmm9, xmm9, 31
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm14, xmm15
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpslldq      xmm9, xmm11, 8
-    vpxor        xmm9, xmm10, xmm9
-    vpalignr     xmm10, xmm13, xmm11, 8
     vpxor        xmm8, xmm8, xmm10
-    vpclmulqdq   xmm10, xmm7, xmm3, 0
-    vpclmulqdq   xmm11, xmm7, xmm3, 1
-    vpclmulqdq   xmm12, xmm7, xmm3, 16
-    vpclmulqdq   xmm13, xmm7, xmm3, 17
+    vpxor        xmm10, xmm14, xmm15
     vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm2, 0
-    vpclmulqdq   xmm14, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm0, xmm2, 17
+    vpxor        xmm9, xmm11, xmm9
+    vpslldq      xmm11, xmm10, 8
+    vpxor        xmm8, xmm8, xmm11
+    vpalignr     xmm10, xmm13, xmm10, 8
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm7, xmm2, 0
+    vpclmulqdq   xmm11, xmm7, xmm2, 1
+    vpclmulqdq   xmm12, xmm7, xmm2, 16
+    vpclmulqdq   xmm13, xmm7, xmm2, 17
+    vpxor        xmm11, xmm11, xmm12
+    vpclmulqdq   xmm12, xmm1, xmm3, 0
+    vpclmulqdq   xmm14, xmm1, xmm3, 1
+    vpclmulqdq   xmm15, xmm1, xmm3, 16
+    vmovdqa      [rsp + 128], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm1, xmm3, 17
     vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm15, xmm7, xmm0
+    vpxor        xmm15, xmm7, xmm1
     vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpxor        xmm4, xmm3, xmm2
+    vpxor        xmm4, xmm2, xmm3
     vmovdqa      [rsp + 192], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm15, xmm4, 0
     vmovdqa      [rsp + 224], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm15, xmm4, 1
-    vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm15, xmm4, 16
+    vmovdqa      [rsp + 256], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm15, xmm4, 16
     vpclmulqdq   xmm4, xmm15, xmm4, 17
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm8, xmm13, xmm12
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm9, xmm13, xmm12
     vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm5, xmm9, xmm5
     vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm6, xmm6, xmm14
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm8, xmm11, 8
-    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm4, xmm4, xmm0
+    vpxor        xmm4, xmm9, xmm4
+    vpslldq      xmm9, xmm11, 8
+    vpxor        xmm9, xmm10, xmm9
     vpalignr     xmm10, xmm6, xmm11, 8
-    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm5, xmm10, xmm5
     vpalignr     xmm6, xmm14, xmm6, 8
     vpxor        xmm4, xmm4, xmm6
     vpsrldq      xmm6, xmm14, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpsllq       xmm6, xmm1, 23
-    vpsrlq       xmm10, xmm1, 41
-    vpsllq       xmm11, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm0, xmm0, xmm6
+    vpsllq       xmm6, xmm0, 23
+    vpsrlq       xmm10, xmm0, 41
+    vpsllq       xmm11, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm0, xmm4, xmm0
     vpsrldq      xmm4, xmm10, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm1, 23
-    vpsrlq       xmm11, xmm1, 41
-    vpsllq       xmm12, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm8, xmm11, xmm12
+    vpxor        xmm0, xmm0, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm11, xmm0, 41
+    vpsllq       xmm12, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm9, xmm11, xmm12
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm0, xmm5, xmm0
+    vpslldq      xmm5, xmm9, 8
     vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm10, xmm8, 8
-    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm5, xmm10, xmm9, 8
+    vpxor        xmm0, xmm0, xmm5
     vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm8, xmm5, xmm3, 1
-    vpclmulqdq   xmm10, xmm5, xmm3, 16
-    vpclmulqdq   xmm11, xmm5, xmm3, 17
-    vpxor        xmm8, xmm8, xmm10
+    vpclmulqdq   xmm6, xmm5, xmm2, 0
+    vpclmulqdq   xmm9, xmm5, xmm2, 1
+    vpclmulqdq   xmm10, xmm5, xmm2, 16
+    vpclmulqdq   xmm11, xmm5, xmm2, 17
+    vpxor        xmm9, xmm9, xmm10
     vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm12, xmm10, xmm2, 0
-    vpclmulqdq   xmm13, xmm10, xmm2, 1
-    vpclmulqdq   xmm14, xmm10, xmm2, 16
-    vpclmulqdq   xmm15, xmm10, xmm2, 17
+    vpclmulqdq   xmm12, xmm10, xmm3, 0
+    vpclmulqdq   xmm13, xmm10, xmm3, 1
+    vpclmulqdq   xmm14, xmm10, xmm3, 16
+    vpclmulqdq   xmm15, xmm10, xmm3, 17
     vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm2, xmm2, xmm3
     vpclmulqdq   xmm3, xmm5, xmm2, 0
     vpclmulqdq   xmm10, xmm5, xmm2, 1
     vpclmulqdq   xmm14, xmm5, xmm2, 16
@@ -3417,20 +3451,20 @@ kg_gf2m233_ladder_step_avx2:
     vpxor        xmm5, xmm10, xmm14
     vpxor        xmm10, xmm11, xmm12
     vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm2, xmm2, xmm10
-    vpslldq      xmm10, xmm8, 8
-    vpxor        xmm6, xmm6, xmm10
-    vpalignr     xmm8, xmm5, xmm8, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm10, xmm2
+    vpslldq      xmm10, xmm9, 8
+    vpxor        xmm6, xmm10, xmm6
+    vpalignr     xmm9, xmm5, xmm9, 8
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm5, xmm13, xmm5, 8
     vpxor        xmm2, xmm2, xmm5
     vpsrldq      xmm5, xmm13, 8
     vpxor        xmm5, xmm15, xmm5
-    vpsllq       xmm8, xmm5, 23
+    vpsllq       xmm9, xmm5, 23
     vpsrlq       xmm10, xmm5, 41
     vpsllq       xmm11, xmm5, 33
     vpsrlq       xmm5, xmm5, 31
@@ -3444,43 +3478,43 @@ kg_gf2m233_ladder_step_avx2:
     vpsrlq       xmm2, xmm2, 31
     vpxor        xmm5, xmm6, xmm5
     vpxor        xmm6, xmm11, xmm12
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm9, xmm3
     vpxor        xmm2, xmm3, xmm2
     vpslldq      xmm3, xmm6, 8
     vpxor        xmm3, xmm5, xmm3
     vpalignr     xmm5, xmm10, xmm6, 8
     vpxor        xmm2, xmm2, xmm5
     vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm6, xmm0, 23
-    vpsrlq       xmm7, xmm0, 41
-    vpsllq       xmm8, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm5, xmm7, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpsrlq       xmm8, xmm0, 41
-    vpsllq       xmm10, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm1, xmm1, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm9, xmm1, 41
+    vpsllq       xmm10, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm9, xmm10
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpslldq      xmm5, xmm3, 8
     vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm8, xmm10
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm7, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
     vmovdqa      xmm3, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm3, xmm9, 0
-    vpclmulqdq   xmm6, xmm3, xmm9, 1
-    vpclmulqdq   xmm7, xmm3, xmm9, 16
-    vpclmulqdq   xmm8, xmm3, xmm9, 17
+    vpclmulqdq   xmm5, xmm3, xmm8, 0
+    vpclmulqdq   xmm6, xmm3, xmm8, 1
+    vpclmulqdq   xmm7, xmm3, xmm8, 16
+    vpclmulqdq   xmm9, xmm3, xmm8, 17
     vpxor        xmm6, xmm6, xmm7
     vmovdqa      xmm7, [rsp]                         ; reload
     vpclmulqdq   xmm10, xmm7, [rsp + 256], 0
@@ -3489,70 +3523,70 @@ kg_gf2m233_ladder_step_avx2:
     vpclmulqdq   xmm13, xmm7, [rsp + 256], 17
     vpxor        xmm11, xmm11, xmm12
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm9, [rsp + 256]
+    vpxor        xmm7, xmm8, [rsp + 256]
     vpclmulqdq   xmm12, xmm3, xmm7, 0
     vpclmulqdq   xmm14, xmm3, xmm7, 1
     vpclmulqdq   xmm15, xmm3, xmm7, 16
     vpclmulqdq   xmm3, xmm3, xmm7, 17
     vpxor        xmm7, xmm14, xmm15
-    vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm10, xmm5, xmm12
-    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm10, xmm12, xmm5
+    vpxor        xmm10, xmm10, xmm9
     vpxor        xmm7, xmm6, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm3, xmm3, xmm8
-    vmovdqa      xmm8, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm12, xmm8, [rsp + 192], 0
-    vpclmulqdq   xmm14, xmm8, [rsp + 192], 1
-    vpclmulqdq   xmm15, xmm8, [rsp + 192], 16
-    vmovdqa      [rsp], xmm9                         ; spill
-    vpclmulqdq   xmm9, xmm8, [rsp + 192], 17
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm12, xmm9, [rsp + 192], 0
+    vpclmulqdq   xmm14, xmm9, [rsp + 192], 1
+    vpclmulqdq   xmm15, xmm9, [rsp + 192], 16
+    vmovdqa      [rsp], xmm8                         ; spill
+    vpclmulqdq   xmm8, xmm9, [rsp + 192], 17
     vpxor        xmm14, xmm14, xmm15
     vmovdqa      xmm15, [rsp + 128]                  ; reload
     vmovdqa      [rsp + 32], xmm4                    ; spill
     vpclmulqdq   xmm4, xmm15, [rsp + 160], 0
-    vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm15, [rsp + 160], 1
+    vmovdqa      [rsp + 64], xmm0                    ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 160], 1
     vmovdqa      [rsp + 96], xmm2                    ; spill
     vpclmulqdq   xmm2, xmm15, [rsp + 160], 16
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 160], 17
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm8, xmm15
-    vmovdqa      xmm8, [rsp + 192]                   ; reload
-    vpxor        xmm8, xmm8, [rsp + 160]
-    vpclmulqdq   xmm15, xmm2, xmm8, 0
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 160], 17
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm9, xmm15
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
+    vpxor        xmm9, xmm9, [rsp + 160]
+    vpclmulqdq   xmm15, xmm2, xmm9, 0
     vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm8, 1
+    vpclmulqdq   xmm13, xmm2, xmm9, 1
     vmovdqa      [rsp + 192], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm2, xmm8, 16
-    vpclmulqdq   xmm2, xmm2, xmm8, 17
-    vpxor        xmm8, xmm13, xmm11
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm9, xmm12, xmm15
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm8, xmm14, xmm8
-    vpxor        xmm8, xmm8, xmm1
-    vpxor        xmm2, xmm2, xmm0
+    vpclmulqdq   xmm11, xmm2, xmm9, 16
+    vpclmulqdq   xmm2, xmm2, xmm9, 17
+    vpxor        xmm9, xmm13, xmm11
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm8, xmm12, xmm15
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm9, xmm14, xmm9
+    vpxor        xmm9, xmm9, xmm0
+    vpxor        xmm2, xmm2, xmm1
     vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm5, xmm12
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm6, xmm10, xmm9
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm4, xmm12, xmm5
+    vpxor        xmm5, xmm14, xmm6
+    vpxor        xmm6, xmm10, xmm8
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm2, xmm3, xmm2
     vmovdqa      xmm3, [rsp + 192]                   ; reload
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqa      xmm3, [rsp + 160]                   ; reload
     vpxor        xmm0, xmm3, xmm0
+    vmovdqa      xmm3, [rsp + 160]                   ; reload
+    vpxor        xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
     vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm5, xmm1, xmm7, 8
+    vpalignr     xmm5, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
     vpsllq       xmm1, xmm0, 23
     vpsrlq       xmm5, xmm0, 41
     vpsllq       xmm6, xmm0, 33
@@ -3576,7 +3610,8 @@ kg_gf2m233_ladder_step_avx2:
     vmovdqa      xmm2, [rsp + 288]                   ; reload
     vpsrlq       xmm3, xmm2, 41
     vpsllq       xmm4, xmm3, 10
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
     vpunpckhqdq  xmm3, xmm3, xmm4
     vmovdqa      xmm4, [rsp + 96]                    ; reload
     vpxor        xmm3, xmm4, xmm3
@@ -3585,7 +3620,7 @@ kg_gf2m233_ladder_step_avx2:
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpsrlq       xmm3, xmm2, 41
     vpsllq       xmm4, xmm3, 10
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpand        xmm2, xmm2, [rax - 128]
     vpunpckhqdq  xmm3, xmm3, xmm4
     vmovdqa      xmm4, [rsp + 32]                    ; reload
     vpxor        xmm3, xmm4, xmm3
@@ -3593,7 +3628,7 @@ kg_gf2m233_ladder_step_avx2:
     vmovdqu      [rdi + 48], xmm2
     vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpand        xmm0, xmm0, [rax - 128]
     vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi + 64], xmm1
@@ -3601,7 +3636,7 @@ kg_gf2m233_ladder_step_avx2:
     vmovdqa      xmm0, [rsp + 256]                   ; reload
     vpsrlq       xmm1, xmm0, 41
     vpsllq       xmm2, xmm1, 10
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpand        xmm0, xmm0, [rax - 128]
     vpunpckhqdq  xmm1, xmm1, xmm2
     vmovdqa      xmm2, [rsp]                         ; reload
     vpxor        xmm1, xmm2, xmm1
@@ -3670,7 +3705,7 @@ kg_gf2m233_ladder_step2_avx2:
     vpclmulqdq   ymm7, ymm4, ymm2, 1
     vpclmulqdq   ymm12, ymm4, ymm2, 16
     vpclmulqdq   ymm13, ymm4, ymm2, 17
-    vpxor        ymm7, ymm7, ymm12
+    vpxor        ymm7, ymm12, ymm7
     vpclmulqdq   ymm12, ymm5, ymm3, 0
     vpclmulqdq   ymm14, ymm5, ymm3, 1
     vpclmulqdq   ymm15, ymm5, ymm3, 16
@@ -3683,13 +3718,13 @@ kg_gf2m233_ladder_step2_avx2:
     vpclmulqdq   ymm5, ymm4, ymm2, 1
     vpclmulqdq   ymm15, ymm4, ymm2, 16
     vpclmulqdq   ymm2, ymm4, ymm2, 17
-    vpxor        ymm4, ymm5, ymm15
+    vpxor        ymm4, ymm15, ymm5
     vpxor        ymm5, ymm13, ymm12
     vpxor        ymm3, ymm6, ymm3
     vpxor        ymm3, ymm3, ymm5
     vpxor        ymm4, ymm7, ymm4
-    vpxor        ymm4, ymm4, ymm14
-    vpxor        ymm2, ymm2, ymm9
+    vpxor        ymm4, ymm14, ymm4
+    vpxor        ymm2, ymm9, ymm2
     vpxor        ymm2, ymm2, ymm5
     vpslldq      ymm5, ymm7, 8
     vpxor        ymm5, ymm6, ymm5
@@ -3703,7 +3738,7 @@ kg_gf2m233_ladder_step2_avx2:
     vpsrlq       ymm7, ymm4, 41
     vpsllq       ymm9, ymm4, 33
     vpsrlq       ymm4, ymm4, 31
-    vpxor        ymm7, ymm7, ymm9
+    vpxor        ymm7, ymm9, ymm7
     vpxor        ymm2, ymm2, ymm4
     vpsrldq      ymm4, ymm7, 8
     vpxor        ymm2, ymm2, ymm4
@@ -3719,34 +3754,34 @@ kg_gf2m233_ladder_step2_avx2:
     vpxor        ymm3, ymm4, ymm3
     vpalignr     ymm4, ymm7, ymm5, 8
     vpxor        ymm2, ymm2, ymm4
-    vpclmulqdq   ymm4, ymm0, ymm0, 0
-    vpclmulqdq   ymm0, ymm0, ymm0, 17
-    vpclmulqdq   ymm5, ymm1, ymm1, 0
-    vpclmulqdq   ymm1, ymm1, ymm1, 17
-    vpsllq       ymm6, ymm1, 23
-    vpsrlq       ymm7, ymm1, 41
-    vpsllq       ymm9, ymm1, 33
-    vpsrlq       ymm1, ymm1, 31
-    vpxor        ymm7, ymm7, ymm9
-    vpxor        ymm1, ymm5, ymm1
-    vpsrldq      ymm5, ymm7, 8
-    vpxor        ymm1, ymm1, ymm5
-    vpsllq       ymm5, ymm1, 23
+    vpclmulqdq   ymm4, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm5, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm6, ymm4, 23
+    vpsrlq       ymm7, ymm4, 41
+    vpsllq       ymm9, ymm4, 33
+    vpsrlq       ymm4, ymm4, 31
+    vpxor        ymm7, ymm9, ymm7
+    vpxor        ymm1, ymm1, ymm4
+    vpsrldq      ymm4, ymm7, 8
+    vpxor        ymm1, ymm1, ymm4
+    vpsllq       ymm4, ymm1, 23
     vpsrlq       ymm9, ymm1, 41
     vpsllq       ymm12, ymm1, 33
     vpsrlq       ymm1, ymm1, 31
-    vpxor        ymm4, ymm4, ymm5
-    vpxor        ymm5, ymm9, ymm12
-    vpxor        ymm0, ymm0, ymm6
-    vpxor        ymm0, ymm0, ymm1
-    vpslldq      ymm1, ymm5, 8
-    vpxor        ymm1, ymm4, ymm1
-    vpalignr     ymm4, ymm7, ymm5, 8
     vpxor        ymm0, ymm0, ymm4
-    vinserti128  ymm4, ymm1, xmm10, 1
-    vinserti128  ymm5, ymm0, xmm11, 1
-    vperm2i128   ymm6, ymm1, ymm1, 17
-    vperm2i128   ymm7, ymm0, ymm0, 17
+    vpxor        ymm4, ymm9, ymm12
+    vpxor        ymm5, ymm5, ymm6
+    vpxor        ymm1, ymm5, ymm1
+    vpslldq      ymm5, ymm4, 8
+    vpxor        ymm0, ymm0, ymm5
+    vpalignr     ymm4, ymm7, ymm4, 8
+    vpxor        ymm1, ymm1, ymm4
+    vinserti128  ymm4, ymm0, xmm10, 1
+    vinserti128  ymm5, ymm1, xmm11, 1
+    vperm2i128   ymm6, ymm0, ymm0, 17
+    vperm2i128   ymm7, ymm1, ymm1, 17
     vpclmulqdq   ymm9, ymm4, ymm6, 0
     vpclmulqdq   ymm10, ymm4, ymm6, 1
     vpclmulqdq   ymm11, ymm4, ymm6, 16
@@ -3763,18 +3798,18 @@ kg_gf2m233_ladder_step2_avx2:
     vpclmulqdq   ymm7, ymm4, ymm5, 1
     vpclmulqdq   ymm14, ymm4, ymm5, 16
     vpclmulqdq   ymm4, ymm4, ymm5, 17
-    vpxor        ymm5, ymm7, ymm14
+    vpxor        ymm5, ymm14, ymm7
     vpxor        ymm7, ymm12, ymm11
     vpxor        ymm6, ymm9, ymm6
     vpxor        ymm6, ymm6, ymm7
     vpxor        ymm5, ymm10, ymm5
-    vpxor        ymm5, ymm5, ymm13
-    vpxor        ymm4, ymm4, ymm15
+    vpxor        ymm5, ymm13, ymm5
+    vpxor        ymm4, ymm15, ymm4
     vpxor        ymm4, ymm4, ymm7
     vpslldq      ymm7, ymm10, 8
     vpxor        ymm7, ymm9, ymm7
     vpalignr     ymm9, ymm5, ymm10, 8
-    vpxor        ymm6, ymm6, ymm9
+    vpxor        ymm6, ymm9, ymm6
     vpalignr     ymm5, ymm13, ymm5, 8
     vpxor        ymm4, ymm4, ymm5
     vpsrldq      ymm5, ymm13, 8
@@ -3793,46 +3828,46 @@ kg_gf2m233_ladder_step2_avx2:
     vpsrlq       ymm4, ymm4, 31
     vpxor        ymm5, ymm7, ymm5
     vpxor        ymm7, ymm11, ymm12
-    vpxor        ymm6, ymm6, ymm9
+    vpxor        ymm6, ymm9, ymm6
     vpxor        ymm4, ymm6, ymm4
     vpslldq      ymm6, ymm7, 8
     vpxor        ymm5, ymm5, ymm6
     vpalignr     ymm6, ymm10, ymm7, 8
     vpxor        ymm4, ymm4, ymm6
     vperm2i128   ymm6, ymm3, ymm5, 48
-    vperm2i128   ymm1, ymm3, ymm1, 33
-    vpxor        ymm1, ymm6, ymm1
-    vperm2i128   ymm6, ymm2, ymm4, 48
-    vperm2i128   ymm0, ymm2, ymm0, 33
+    vperm2i128   ymm0, ymm3, ymm0, 33
     vpxor        ymm0, ymm6, ymm0
-    vpclmulqdq   ymm6, ymm1, ymm1, 0
-    vpclmulqdq   ymm1, ymm1, ymm1, 17
-    vpclmulqdq   ymm7, ymm0, ymm0, 0
-    vpclmulqdq   ymm0, ymm0, ymm0, 17
-    vpsllq       ymm9, ymm0, 23
-    vpsrlq       ymm10, ymm0, 41
-    vpsllq       ymm11, ymm0, 33
-    vpsrlq       ymm0, ymm0, 31
-    vpxor        ymm10, ymm10, ymm11
-    vpxor        ymm0, ymm7, ymm0
-    vpsrldq      ymm7, ymm10, 8
-    vpxor        ymm0, ymm0, ymm7
-    vpsllq       ymm7, ymm0, 23
-    vpsrlq       ymm11, ymm0, 41
-    vpsllq       ymm12, ymm0, 33
-    vpsrlq       ymm0, ymm0, 31
-    vpxor        ymm6, ymm6, ymm7
-    vpxor        ymm7, ymm11, ymm12
-    vpxor        ymm1, ymm1, ymm9
-    vpxor        ymm0, ymm1, ymm0
-    vpslldq      ymm1, ymm7, 8
+    vperm2i128   ymm6, ymm2, ymm4, 48
+    vperm2i128   ymm1, ymm2, ymm1, 33
     vpxor        ymm1, ymm6, ymm1
-    vpalignr     ymm6, ymm10, ymm7, 8
+    vpclmulqdq   ymm6, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm7, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm9, ymm6, 23
+    vpsrlq       ymm10, ymm6, 41
+    vpsllq       ymm11, ymm6, 33
+    vpsrlq       ymm6, ymm6, 31
+    vpxor        ymm10, ymm10, ymm11
+    vpxor        ymm1, ymm1, ymm6
+    vpsrldq      ymm6, ymm10, 8
+    vpxor        ymm1, ymm1, ymm6
+    vpsllq       ymm6, ymm1, 23
+    vpsrlq       ymm11, ymm1, 41
+    vpsllq       ymm12, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
     vpxor        ymm0, ymm0, ymm6
+    vpxor        ymm6, ymm11, ymm12
+    vpxor        ymm7, ymm9, ymm7
+    vpxor        ymm1, ymm7, ymm1
+    vpslldq      ymm7, ymm6, 8
+    vpxor        ymm0, ymm0, ymm7
+    vpalignr     ymm6, ymm10, ymm6, 8
+    vpxor        ymm1, ymm1, ymm6
     vinserti128  ymm6, ymm3, xmm8, 1
     vinserti128  ymm7, ymm2, [rsp], 1
-    vperm2i128   ymm3, ymm3, ymm1, 33
-    vperm2i128   ymm2, ymm2, ymm0, 33
+    vperm2i128   ymm3, ymm3, ymm0, 33
+    vperm2i128   ymm2, ymm2, ymm1, 33
     vpclmulqdq   ymm8, ymm6, ymm3, 0
     vpclmulqdq   ymm9, ymm6, ymm3, 1
     vpclmulqdq   ymm10, ymm6, ymm3, 16
@@ -3849,17 +3884,17 @@ kg_gf2m233_ladder_step2_avx2:
     vpclmulqdq   ymm7, ymm6, ymm2, 1
     vpclmulqdq   ymm13, ymm6, ymm2, 16
     vpclmulqdq   ymm2, ymm6, ymm2, 17
-    vpxor        ymm6, ymm7, ymm13
+    vpxor        ymm6, ymm13, ymm7
     vpxor        ymm7, ymm11, ymm10
     vpxor        ymm3, ymm8, ymm3
     vpxor        ymm3, ymm3, ymm7
     vpxor        ymm6, ymm9, ymm6
-    vpxor        ymm6, ymm6, ymm12
-    vpxor        ymm2, ymm2, ymm14
+    vpxor        ymm6, ymm12, ymm6
+    vpxor        ymm2, ymm14, ymm2
     vpxor        ymm2, ymm2, ymm7
     vextracti128 xmm7, ymm8, 0
     vextracti128 xmm8, ymm8, 1
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vextracti128 xmm8, ymm9, 0
     vextracti128 xmm9, ymm9, 1
     vpxor        xmm8, xmm8, xmm9
@@ -3879,9 +3914,9 @@ kg_gf2m233_ladder_step2_avx2:
     vextracti128 xmm11, ymm14, 1
     vpxor        xmm10, xmm10, xmm11
     vpslldq      xmm11, xmm8, 8
-    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm11, xmm7
     vpalignr     xmm8, xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm6, xmm9, xmm6, 8
     vpxor        xmm2, xmm2, xmm6
     vpsrldq      xmm6, xmm9, 8
@@ -3900,17 +3935,17 @@ kg_gf2m233_ladder_step2_avx2:
     vpsrlq       xmm2, xmm2, 31
     vpxor        xmm6, xmm7, xmm6
     vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm2, xmm3, xmm2
     vpslldq      xmm3, xmm7, 8
     vpxor        xmm3, xmm6, xmm3
     vpalignr     xmm6, xmm9, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpsrlq       ymm6, ymm0, 41
+    vpsrlq       ymm6, ymm1, 41
     vpsllq       ymm7, ymm6, 10
-    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
     vpunpckhqdq  ymm6, ymm6, ymm7
-    vpxor        ymm1, ymm1, ymm6
+    vpxor        ymm0, ymm0, ymm6
     vpsrlq       ymm6, ymm4, 41
     vpsllq       ymm7, ymm6, 10
     vpand        ymm4, ymm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
@@ -3921,20 +3956,20 @@ kg_gf2m233_ladder_step2_avx2:
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpunpckhqdq  xmm6, xmm6, xmm7
     vpxor        xmm3, xmm3, xmm6
-    vextracti128 xmm6, ymm1, 1
-    vextracti128 xmm7, ymm0, 1
+    vextracti128 xmm6, ymm0, 1
+    vextracti128 xmm7, ymm1, 1
     vextracti128 xmm5, ymm5, 0
     vextracti128 xmm4, ymm4, 0
-    vextracti128 xmm1, ymm1, 0
     vextracti128 xmm0, ymm0, 0
+    vextracti128 xmm1, ymm1, 0
     vmovdqu      [rdi], xmm6
     vmovdqu      [rdi + 16], xmm7
     vmovdqu      [rdi + 32], xmm5
     vmovdqu      [rdi + 48], xmm4
     vmovdqu      [rdi + 64], xmm3
     vmovdqu      [rdi + 80], xmm2
-    vmovdqu      [rdi + 96], xmm1
-    vmovdqu      [rdi + 112], xmm0
+    vmovdqu      [rdi + 96], xmm0
+    vmovdqu      [rdi + 112], xmm1
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -3950,7 +3985,8 @@ kg_gf2m233_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-12}, flags
+;   clobbers: ymm{0-12}, rax, rcx, flags
+;   loops: 6 x 24 instructions (repeated groups rolled: 3521 instructions run, 3536 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
@@ -3958,104 +3994,28 @@ kg_gf2m233_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpsllq       xmm6, xmm5, 23
-    vpsrlq       xmm7, xmm5, 41
-    vpsllq       xmm8, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm7, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm4, 23
-    vpsrlq       xmm8, xmm4, 41
-    vpsllq       xmm9, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm3, xmm4
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm7, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 1
-    vpclmulqdq   xmm6, xmm2, xmm0, 16
-    vpclmulqdq   xmm7, xmm2, xmm0, 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm1, 0
-    vpclmulqdq   xmm8, xmm3, xmm1, 1
-    vpclmulqdq   xmm9, xmm3, xmm1, 16
-    vpclmulqdq   xmm10, xmm3, xmm1, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm0, xmm1
-    vpclmulqdq   xmm9, xmm2, xmm3, 0
-    vpclmulqdq   xmm11, xmm2, xmm3, 1
-    vpclmulqdq   xmm12, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxor        xmm3, xmm11, xmm12
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm4, xmm9
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm6, xmm5, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm5, xmm3, xmm5, 8
-    vpxor        xmm5, xmm7, xmm5
-    vpalignr     xmm3, xmm8, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpsllq       xmm6, xmm3, 23
-    vpsrlq       xmm7, xmm3, 41
-    vpsllq       xmm8, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm2, xmm2, xmm3
     vpsllq       xmm3, xmm2, 23
     vpsrlq       xmm8, xmm2, 41
     vpsllq       xmm9, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpalignr     xmm4, xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm8, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm5, xmm7, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm2, 23
-    vpsrlq       xmm8, xmm2, 41
-    vpsllq       xmm9, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm5, xmm3
     vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
     vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm0, 0
@@ -4076,11 +4036,11 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm2, xmm2, xmm3, 17
     vpxor        xmm3, xmm11, xmm12
     vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm4, xmm9
+    vpxor        xmm7, xmm9, xmm4
     vpxor        xmm7, xmm7, xmm6
     vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm2, xmm10, xmm2
     vpxor        xmm2, xmm2, xmm6
     vpslldq      xmm6, xmm5, 8
     vpxor        xmm4, xmm4, xmm6
@@ -4094,7 +4054,7 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm7, xmm3, 41
     vpsllq       xmm8, xmm3, 33
     vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm2, xmm2, xmm3
@@ -4110,83 +4070,159 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm4, xmm7, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpsllq       xmm8, xmm7, 23
-    vpsrlq       xmm9, xmm7, 41
-    vpsllq       xmm10, xmm7, 33
-    vpsrlq       xmm7, xmm7, 31
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm6, 23
-    vpsrlq       xmm10, xmm6, 41
-    vpsllq       xmm11, xmm6, 33
-    vpsrlq       xmm6, xmm6, 31
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm8, xmm9
     vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm3, 0
+    vpclmulqdq   xmm11, xmm2, xmm3, 1
+    vpclmulqdq   xmm12, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm9, xmm4
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm6, xmm5, 8
     vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpsllq       xmm8, xmm5, 23
-    vpsrlq       xmm9, xmm5, 41
-    vpsllq       xmm10, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
-    vpxor        xmm9, xmm9, xmm10
+    vpalignr     xmm5, xmm3, xmm5, 8
     vpxor        xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm5, 23
-    vpsrlq       xmm10, xmm5, 41
-    vpsllq       xmm11, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpsllq       xmm6, xmm3, 23
+    vpsrlq       xmm7, xmm3, 41
+    vpsllq       xmm8, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
     vpsllq       xmm8, xmm4, 23
     vpsrlq       xmm9, xmm4, 41
     vpsllq       xmm10, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
     vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm4, 23
     vpsrlq       xmm10, xmm4, 41
     vpsllq       xmm11, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm7, xmm5
     vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm4, xmm6, xmm4
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
     vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm6, 23
+    vpsrlq       xmm9, xmm6, 41
+    vpsllq       xmm10, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm6, xmm9, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm6, 23
+    vpsrlq       xmm9, xmm6, 41
+    vpsllq       xmm10, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm6, xmm9, xmm6, 8
     vpxor        xmm4, xmm4, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
     vpclmulqdq   xmm7, xmm5, xmm3, 1
     vpclmulqdq   xmm8, xmm5, xmm3, 16
     vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm8, xmm4, xmm2, 0
     vpclmulqdq   xmm10, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
@@ -4198,13 +4234,13 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm4, xmm11, xmm5
     vpxor        xmm5, xmm9, xmm8
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm5
     vpslldq      xmm5, xmm7, 8
     vpxor        xmm5, xmm6, xmm5
@@ -4218,7 +4254,7 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm7, xmm4, 41
     vpsllq       xmm8, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm7, 8
     vpxor        xmm2, xmm2, xmm4
@@ -4234,29 +4270,29 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm3, xmm4, xmm3
     vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm8, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm5, xmm7, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm2, 23
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
     vpsrlq       xmm8, xmm2, 41
     vpsllq       xmm9, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm0, 0
     vpclmulqdq   xmm5, xmm3, xmm0, 1
@@ -4276,11 +4312,11 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm2, xmm2, xmm3, 17
     vpxor        xmm3, xmm11, xmm12
     vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm4, xmm9
+    vpxor        xmm7, xmm9, xmm4
     vpxor        xmm7, xmm7, xmm6
     vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm2, xmm10, xmm2
     vpxor        xmm2, xmm2, xmm6
     vpslldq      xmm6, xmm5, 8
     vpxor        xmm4, xmm4, xmm6
@@ -4294,7 +4330,7 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm7, xmm3, 41
     vpsllq       xmm8, xmm3, 33
     vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm2, xmm2, xmm3
@@ -4310,179 +4346,63 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm4, xmm7, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpsllq       xmm8, xmm7, 23
-    vpsrlq       xmm9, xmm7, 41
-    vpsllq       xmm10, xmm7, 33
-    vpsrlq       xmm7, xmm7, 31
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
     vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm6, 23
-    vpsrlq       xmm10, xmm6, 41
-    vpsllq       xmm11, xmm6, 33
-    vpsrlq       xmm6, xmm6, 31
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpsllq       xmm8, xmm5, 23
-    vpsrlq       xmm9, xmm5, 41
-    vpsllq       xmm10, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm5, 23
-    vpsrlq       xmm10, xmm5, 41
-    vpsllq       xmm11, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm9, 8
     vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm4, 23
-    vpsrlq       xmm9, xmm4, 41
-    vpsllq       xmm10, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
+    vpsllq       xmm5, xmm4, 23
     vpsrlq       xmm10, xmm4, 41
     vpsllq       xmm11, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm7, xmm5
     vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm4, xmm6, xmm4
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
     vpalignr     xmm6, xmm9, xmm7, 8
+    mov          rax, 6
+    .repeat1:
     vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm4, 23
-    vpsrlq       xmm9, xmm4, 41
-    vpsllq       xmm10, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm6, 23
+    vpsrlq       xmm9, xmm6, 41
+    vpsllq       xmm10, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
     vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 23
     vpsrlq       xmm10, xmm4, 41
     vpsllq       xmm11, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm4, 23
-    vpsrlq       xmm9, xmm4, 41
-    vpsllq       xmm10, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
-    vpsrlq       xmm10, xmm4, 41
-    vpsllq       xmm11, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm4, 23
-    vpsrlq       xmm9, xmm4, 41
-    vpsllq       xmm10, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
-    vpsrlq       xmm10, xmm4, 41
-    vpsllq       xmm11, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm4, 23
-    vpsrlq       xmm9, xmm4, 41
-    vpsllq       xmm10, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm4, 23
-    vpsrlq       xmm10, xmm4, 41
-    vpsllq       xmm11, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm9, xmm7, 8
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm6, xmm9, xmm6, 8
+    dec          rax
+    jnz          .repeat1
     vpxor        xmm4, xmm4, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
     vpclmulqdq   xmm7, xmm5, xmm3, 1
     vpclmulqdq   xmm8, xmm5, xmm3, 16
     vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm8, xmm4, xmm2, 0
     vpclmulqdq   xmm10, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
@@ -4494,13 +4414,13 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm4, xmm11, xmm5
     vpxor        xmm5, xmm9, xmm8
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm5
     vpslldq      xmm5, xmm7, 8
     vpxor        xmm5, xmm6, xmm5
@@ -4514,7 +4434,7 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm7, xmm4, 41
     vpsllq       xmm8, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm7, 8
     vpxor        xmm2, xmm2, xmm4
@@ -4532,7 +4452,8 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm2, xmm2, xmm4
     vpsrlq       xmm4, xmm2, 41
     vpsllq       xmm5, xmm4, 10
-    vpand        xmm6, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpand        xmm6, xmm2, [rcx - 128]
     vpunpckhqdq  xmm4, xmm4, xmm5
     vpxor        xmm4, xmm3, xmm4
     vpbroadcastq ymm5, xmm4
@@ -4544,641 +4465,674 @@ kg_gf2m233_inv_avx2:
     vpblendd     ymm4, ymm5, ymm4, 12
     vpblendd     ymm4, ymm4, ymm7, 48
     vpblendd     ymm4, ymm4, ymm6, 192
-    vmovdqu      ymm5, [rel gf2m_zero4]
+    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
+    vmovdqu      ymm5, [rcx - 128]
     vpsllq       ymm6, ymm4, 63
     vpcmpgtq     ymm6, ymm5, ymm6
-    vpand        ymm7, ymm6, [rel gf2m_sq14_map]
-    vpand        ymm8, ymm6, [rel gf2m_sq14_map + 32]
-    vpand        ymm9, ymm6, [rel gf2m_sq14_map + 64]
-    vpand        ymm6, ymm6, [rel gf2m_sq14_map + 96]
+    lea          rcx, [rel gf2m_sq14_map + 128]      ; addresses gf2m_sq14_map near byte 0
+    vpand        ymm7, ymm6, [rcx - 128]
+    vpand        ymm8, ymm6, [rcx - 96]
+    vpand        ymm9, ymm6, [rcx - 64]
+    vpand        ymm6, ymm6, [rcx - 32]
     vpsllq       ymm10, ymm4, 62
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 128]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 160]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 192]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 224]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 61
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 256]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 288]
+    lea          rcx, [rel gf2m_sq14_map + 384]      ; addresses gf2m_sq14_map near byte 256
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 320]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 352]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 60
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 384]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 416]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 448]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 480]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 59
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 512]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 544]
+    lea          rcx, [rel gf2m_sq14_map + 640]      ; addresses gf2m_sq14_map near byte 512
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 576]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 608]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 58
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 640]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 672]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 704]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 736]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 57
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 768]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 800]
+    lea          rcx, [rel gf2m_sq14_map + 896]      ; addresses gf2m_sq14_map near byte 768
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 832]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 864]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 56
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 896]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 928]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 960]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 992]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 55
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1024]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1056]
+    lea          rcx, [rel gf2m_sq14_map + 1152]     ; addresses gf2m_sq14_map near byte 1024
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1088]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1120]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 54
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1152]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1184]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1216]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1248]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 53
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1280]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1312]
+    lea          rcx, [rel gf2m_sq14_map + 1408]     ; addresses gf2m_sq14_map near byte 1280
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1344]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1376]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 52
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1408]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1440]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1472]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1504]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 51
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1536]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1568]
+    lea          rcx, [rel gf2m_sq14_map + 1664]     ; addresses gf2m_sq14_map near byte 1536
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1600]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1632]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 50
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1664]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1696]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1728]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1760]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 49
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1792]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1824]
+    lea          rcx, [rel gf2m_sq14_map + 1920]     ; addresses gf2m_sq14_map near byte 1792
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1856]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1888]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 48
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1920]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1952]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1984]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2016]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 47
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2048]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2080]
+    lea          rcx, [rel gf2m_sq14_map + 2176]     ; addresses gf2m_sq14_map near byte 2048
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2112]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2144]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 46
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2176]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2208]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2240]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2272]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 45
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2304]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2336]
+    lea          rcx, [rel gf2m_sq14_map + 2432]     ; addresses gf2m_sq14_map near byte 2304
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2368]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2400]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 44
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2432]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2464]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2496]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2528]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 43
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2560]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2592]
+    lea          rcx, [rel gf2m_sq14_map + 2688]     ; addresses gf2m_sq14_map near byte 2560
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2624]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2656]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 42
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2688]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2720]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2752]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2784]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 41
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2816]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2848]
+    lea          rcx, [rel gf2m_sq14_map + 2944]     ; addresses gf2m_sq14_map near byte 2816
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2880]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2912]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 40
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2944]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2976]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3008]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3040]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 39
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3072]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3104]
+    lea          rcx, [rel gf2m_sq14_map + 3200]     ; addresses gf2m_sq14_map near byte 3072
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3136]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3168]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 38
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3200]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3232]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3264]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3296]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 37
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3328]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3360]
+    lea          rcx, [rel gf2m_sq14_map + 3456]     ; addresses gf2m_sq14_map near byte 3328
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3392]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3424]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 36
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3456]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3488]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3520]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3552]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 35
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3584]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3616]
+    lea          rcx, [rel gf2m_sq14_map + 3712]     ; addresses gf2m_sq14_map near byte 3584
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3648]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3680]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 34
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3712]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3744]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3776]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3808]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 33
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3840]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3872]
+    lea          rcx, [rel gf2m_sq14_map + 3968]     ; addresses gf2m_sq14_map near byte 3840
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3904]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3936]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 32
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3968]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4000]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4032]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4064]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 31
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4096]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4128]
+    lea          rcx, [rel gf2m_sq14_map + 4224]     ; addresses gf2m_sq14_map near byte 4096
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4160]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4192]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 30
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4224]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4256]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4288]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4320]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 29
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4352]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4384]
+    lea          rcx, [rel gf2m_sq14_map + 4480]     ; addresses gf2m_sq14_map near byte 4352
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4416]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4448]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 28
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4480]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4512]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4544]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4576]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 27
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4608]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4640]
+    lea          rcx, [rel gf2m_sq14_map + 4736]     ; addresses gf2m_sq14_map near byte 4608
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4672]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4704]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 26
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4736]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4768]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4800]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4832]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 25
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4864]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4896]
+    lea          rcx, [rel gf2m_sq14_map + 4992]     ; addresses gf2m_sq14_map near byte 4864
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4928]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4960]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 24
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4992]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5024]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5056]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5088]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 23
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5120]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5152]
+    lea          rcx, [rel gf2m_sq14_map + 5248]     ; addresses gf2m_sq14_map near byte 5120
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5184]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5216]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 22
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5248]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5280]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5312]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5344]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 21
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5376]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5408]
+    lea          rcx, [rel gf2m_sq14_map + 5504]     ; addresses gf2m_sq14_map near byte 5376
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5440]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5472]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 20
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5504]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5536]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5568]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5600]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 19
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5632]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5664]
+    lea          rcx, [rel gf2m_sq14_map + 5760]     ; addresses gf2m_sq14_map near byte 5632
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5696]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5728]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 18
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5760]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5792]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5824]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5856]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 17
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5888]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5920]
+    lea          rcx, [rel gf2m_sq14_map + 6016]     ; addresses gf2m_sq14_map near byte 5888
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5952]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5984]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 16
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6016]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6048]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6080]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6112]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 15
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6144]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6176]
+    lea          rcx, [rel gf2m_sq14_map + 6272]     ; addresses gf2m_sq14_map near byte 6144
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6208]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6240]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 14
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6272]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6304]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6336]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6368]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 13
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6400]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6432]
+    lea          rcx, [rel gf2m_sq14_map + 6528]     ; addresses gf2m_sq14_map near byte 6400
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6464]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6496]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 12
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6528]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6560]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6592]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6624]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 11
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6656]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6688]
+    lea          rcx, [rel gf2m_sq14_map + 6784]     ; addresses gf2m_sq14_map near byte 6656
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6720]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6752]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 10
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6784]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6816]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6848]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6880]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 9
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6912]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6944]
+    lea          rcx, [rel gf2m_sq14_map + 7040]     ; addresses gf2m_sq14_map near byte 6912
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6976]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7008]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 8
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7040]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7072]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7104]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7136]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 7
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7168]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7200]
+    lea          rcx, [rel gf2m_sq14_map + 7296]     ; addresses gf2m_sq14_map near byte 7168
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7232]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7264]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 6
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7296]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7328]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7360]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7392]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 5
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7424]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7456]
+    lea          rcx, [rel gf2m_sq14_map + 7552]     ; addresses gf2m_sq14_map near byte 7424
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7488]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7520]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 4
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7552]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7584]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7616]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7648]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 3
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7680]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7712]
+    lea          rcx, [rel gf2m_sq14_map + 7808]     ; addresses gf2m_sq14_map near byte 7680
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7744]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7776]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 2
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7808]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7840]
+    vpand        ymm11, ymm10, [rcx]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx + 32]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7872]
+    vpand        ymm11, ymm10, [rcx + 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7904]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx + 96]
+    vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 1
     vpcmpgtq     ymm10, ymm5, ymm10
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7936]
-    vpxor        ymm7, ymm7, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7968]
+    lea          rcx, [rel gf2m_sq14_map + 8064]     ; addresses gf2m_sq14_map near byte 7936
+    vpand        ymm11, ymm10, [rcx - 128]
+    vpxor        ymm7, ymm11, ymm7
+    vpand        ymm11, ymm10, [rcx - 96]
     vpxor        ymm8, ymm8, ymm11
-    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 8000]
+    vpand        ymm11, ymm10, [rcx - 64]
     vpxor        ymm9, ymm9, ymm11
-    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 8032]
-    vpxor        ymm6, ymm6, ymm10
+    vpand        ymm10, ymm10, [rcx - 32]
+    vpxor        ymm6, ymm10, ymm6
     vpcmpgtq     ymm4, ymm5, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq14_map + 8064]
+    vpand        ymm5, ymm4, [rcx]
     vpxor        ymm5, ymm7, ymm5
-    vpand        ymm7, ymm4, [rel gf2m_sq14_map + 8096]
+    vpand        ymm7, ymm4, [rcx + 32]
     vpxor        ymm7, ymm8, ymm7
-    vpand        ymm8, ymm4, [rel gf2m_sq14_map + 8128]
+    vpand        ymm8, ymm4, [rcx + 64]
     vpxor        ymm8, ymm9, ymm8
-    vpand        ymm4, ymm4, [rel gf2m_sq14_map + 8160]
+    vpand        ymm4, ymm4, [rcx + 96]
     vpxor        ymm4, ymm6, ymm4
     vpermq       ymm6, ymm7, 147
     vpermq       ymm7, ymm8, 78
@@ -5192,7 +5146,7 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm7, xmm5, xmm3, 1
     vpclmulqdq   xmm8, xmm5, xmm3, 16
     vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm8, xmm4, xmm2, 0
     vpclmulqdq   xmm10, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
@@ -5204,13 +5158,13 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm4, xmm11, xmm5
     vpxor        xmm5, xmm9, xmm8
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm5
     vpslldq      xmm5, xmm7, 8
     vpxor        xmm5, xmm6, xmm5
@@ -5224,7 +5178,7 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm7, xmm4, 41
     vpsllq       xmm8, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm7, 8
     vpxor        xmm2, xmm2, xmm4
@@ -5240,29 +5194,29 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm3, xmm4, xmm3
     vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm8, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm5, xmm7, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm2, 23
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
     vpsrlq       xmm8, xmm2, 41
     vpsllq       xmm9, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm0, 0
     vpclmulqdq   xmm5, xmm3, xmm0, 1
@@ -5280,13 +5234,1500 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm3, xmm2, xmm0, 1
     vpclmulqdq   xmm9, xmm2, xmm0, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm2, xmm9, xmm3
     vpxor        xmm3, xmm7, xmm6
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm1, xmm1, xmm3
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpand        xmm4, xmm0, [rcx - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm1, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpblendd     ymm2, ymm3, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm5, 48
+    vpblendd     ymm2, ymm2, ymm4, 192
+    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
+    vmovdqu      ymm3, [rcx - 128]
+    vpsllq       ymm4, ymm2, 63
+    vpcmpgtq     ymm4, ymm3, ymm4
+    lea          rcx, [rel gf2m_sq29_map + 128]      ; addresses gf2m_sq29_map near byte 0
+    vpand        ymm5, ymm4, [rcx - 128]
+    vpand        ymm6, ymm4, [rcx - 96]
+    vpand        ymm7, ymm4, [rcx - 64]
+    vpand        ymm4, ymm4, [rcx - 32]
+    vpsllq       ymm8, ymm2, 62
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 61
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 384]      ; addresses gf2m_sq29_map near byte 256
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 60
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 59
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 640]      ; addresses gf2m_sq29_map near byte 512
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 58
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 57
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 896]      ; addresses gf2m_sq29_map near byte 768
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 56
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 55
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 1152]     ; addresses gf2m_sq29_map near byte 1024
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 54
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 53
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 1408]     ; addresses gf2m_sq29_map near byte 1280
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 52
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 51
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 1664]     ; addresses gf2m_sq29_map near byte 1536
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 50
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 49
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 1920]     ; addresses gf2m_sq29_map near byte 1792
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 48
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 47
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 2176]     ; addresses gf2m_sq29_map near byte 2048
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 46
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 45
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 2432]     ; addresses gf2m_sq29_map near byte 2304
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 44
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 43
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 2688]     ; addresses gf2m_sq29_map near byte 2560
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 42
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 41
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 2944]     ; addresses gf2m_sq29_map near byte 2816
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 40
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 39
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 3200]     ; addresses gf2m_sq29_map near byte 3072
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 38
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 37
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 3456]     ; addresses gf2m_sq29_map near byte 3328
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 36
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 35
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 3712]     ; addresses gf2m_sq29_map near byte 3584
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 34
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 33
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 3968]     ; addresses gf2m_sq29_map near byte 3840
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 32
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 31
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 4224]     ; addresses gf2m_sq29_map near byte 4096
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 30
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 29
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 4480]     ; addresses gf2m_sq29_map near byte 4352
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 28
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 27
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 4736]     ; addresses gf2m_sq29_map near byte 4608
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 26
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 25
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 4992]     ; addresses gf2m_sq29_map near byte 4864
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 24
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 23
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 5248]     ; addresses gf2m_sq29_map near byte 5120
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 22
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 21
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 5504]     ; addresses gf2m_sq29_map near byte 5376
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 20
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 19
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 5760]     ; addresses gf2m_sq29_map near byte 5632
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 18
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 17
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 6016]     ; addresses gf2m_sq29_map near byte 5888
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 16
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 15
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 6272]     ; addresses gf2m_sq29_map near byte 6144
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 14
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 13
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 6528]     ; addresses gf2m_sq29_map near byte 6400
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 12
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 11
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 6784]     ; addresses gf2m_sq29_map near byte 6656
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 10
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 9
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 7040]     ; addresses gf2m_sq29_map near byte 6912
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 8
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 7
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 7296]     ; addresses gf2m_sq29_map near byte 7168
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 6
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 5
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 7552]     ; addresses gf2m_sq29_map near byte 7424
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 4
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 3
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 7808]     ; addresses gf2m_sq29_map near byte 7680
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 2
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 1
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq29_map + 8064]     ; addresses gf2m_sq29_map near byte 7936
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpcmpgtq     ymm2, ymm3, ymm2
+    vpand        ymm3, ymm2, [rcx]
+    vpxor        ymm3, ymm5, ymm3
+    vpand        ymm5, ymm2, [rcx + 32]
+    vpxor        ymm5, ymm6, ymm5
+    vpand        ymm6, ymm2, [rcx + 64]
+    vpxor        ymm6, ymm7, ymm6
+    vpand        ymm2, ymm2, [rcx + 96]
+    vpxor        ymm2, ymm4, ymm2
+    vpermq       ymm4, ymm5, 147
+    vpermq       ymm5, ymm6, 78
+    vpermq       ymm2, ymm2, 57
+    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm3, ymm3, ymm5
+    vpxor        ymm2, ymm3, ymm2
+    vextracti128 xmm3, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm0, 0
+    vpclmulqdq   xmm8, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm10, xmm2, xmm0, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm9, xmm3
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpand        xmm4, xmm0, [rcx - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm1, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpblendd     ymm2, ymm3, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm5, 48
+    vpblendd     ymm2, ymm2, ymm4, 192
+    vmovdqu      ymm3, [rel gf2m_zero4]
+    vpsllq       ymm4, ymm2, 63
+    vpcmpgtq     ymm4, ymm3, ymm4
+    lea          rcx, [rel gf2m_sq58_map + 128]      ; addresses gf2m_sq58_map near byte 0
+    vpand        ymm5, ymm4, [rcx - 128]
+    vpand        ymm6, ymm4, [rcx - 96]
+    vpand        ymm7, ymm4, [rcx - 64]
+    vpand        ymm4, ymm4, [rcx - 32]
+    vpsllq       ymm8, ymm2, 62
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 61
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 384]      ; addresses gf2m_sq58_map near byte 256
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 60
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 59
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 640]      ; addresses gf2m_sq58_map near byte 512
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 58
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 57
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 896]      ; addresses gf2m_sq58_map near byte 768
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 56
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 55
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 1152]     ; addresses gf2m_sq58_map near byte 1024
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 54
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 53
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 1408]     ; addresses gf2m_sq58_map near byte 1280
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 52
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 51
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 1664]     ; addresses gf2m_sq58_map near byte 1536
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 50
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 49
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 1920]     ; addresses gf2m_sq58_map near byte 1792
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 48
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 47
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 2176]     ; addresses gf2m_sq58_map near byte 2048
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 46
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 45
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 2432]     ; addresses gf2m_sq58_map near byte 2304
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 44
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 43
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 2688]     ; addresses gf2m_sq58_map near byte 2560
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 42
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 41
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 2944]     ; addresses gf2m_sq58_map near byte 2816
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 40
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 39
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 3200]     ; addresses gf2m_sq58_map near byte 3072
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 38
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 37
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 3456]     ; addresses gf2m_sq58_map near byte 3328
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 36
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 35
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 3712]     ; addresses gf2m_sq58_map near byte 3584
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 34
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 33
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 3968]     ; addresses gf2m_sq58_map near byte 3840
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 32
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 31
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 4224]     ; addresses gf2m_sq58_map near byte 4096
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 30
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 29
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 4480]     ; addresses gf2m_sq58_map near byte 4352
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 28
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 27
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 4736]     ; addresses gf2m_sq58_map near byte 4608
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 26
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 25
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 4992]     ; addresses gf2m_sq58_map near byte 4864
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 24
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 23
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 5248]     ; addresses gf2m_sq58_map near byte 5120
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 22
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 21
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 5504]     ; addresses gf2m_sq58_map near byte 5376
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 20
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 19
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 5760]     ; addresses gf2m_sq58_map near byte 5632
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 18
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 17
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 6016]     ; addresses gf2m_sq58_map near byte 5888
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 16
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 15
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 6272]     ; addresses gf2m_sq58_map near byte 6144
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 14
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 13
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 6528]     ; addresses gf2m_sq58_map near byte 6400
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 12
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 11
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 6784]     ; addresses gf2m_sq58_map near byte 6656
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 10
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 9
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 7040]     ; addresses gf2m_sq58_map near byte 6912
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 8
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 7
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 7296]     ; addresses gf2m_sq58_map near byte 7168
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 6
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 5
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 7552]     ; addresses gf2m_sq58_map near byte 7424
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 4
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 3
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 7808]     ; addresses gf2m_sq58_map near byte 7680
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 2
+    vpcmpgtq     ymm8, ymm3, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
+    vpsllq       ymm8, ymm2, 1
+    vpcmpgtq     ymm8, ymm3, ymm8
+    lea          rcx, [rel gf2m_sq58_map + 8064]     ; addresses gf2m_sq58_map near byte 7936
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
+    vpcmpgtq     ymm2, ymm3, ymm2
+    vpand        ymm3, ymm2, [rcx]
+    vpxor        ymm3, ymm5, ymm3
+    vpand        ymm5, ymm2, [rcx + 32]
+    vpxor        ymm5, ymm6, ymm5
+    vpand        ymm6, ymm2, [rcx + 64]
+    vpxor        ymm6, ymm7, ymm6
+    vpand        ymm2, ymm2, [rcx + 96]
+    vpxor        ymm2, ymm4, ymm2
+    vpermq       ymm4, ymm5, 147
+    vpermq       ymm5, ymm6, 78
+    vpermq       ymm2, ymm2, 57
+    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm3, ymm3, ymm5
+    vpxor        ymm2, ymm3, ymm2
+    vextracti128 xmm3, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm0, 0
+    vpclmulqdq   xmm8, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm10, xmm2, xmm0, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm9, xmm3
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
@@ -5333,638 +6774,670 @@ kg_gf2m233_inv_avx2:
     vmovdqu      ymm3, [rel gf2m_zero4]
     vpsllq       ymm4, ymm2, 63
     vpcmpgtq     ymm4, ymm3, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq29_map]
-    vpand        ymm6, ymm4, [rel gf2m_sq29_map + 32]
-    vpand        ymm7, ymm4, [rel gf2m_sq29_map + 64]
-    vpand        ymm4, ymm4, [rel gf2m_sq29_map + 96]
+    lea          rcx, [rel gf2m_sq116_map + 128]     ; addresses gf2m_sq116_map near byte 0
+    vpand        ymm5, ymm4, [rcx - 128]
+    vpand        ymm6, ymm4, [rcx - 96]
+    vpand        ymm7, ymm4, [rcx - 64]
+    vpand        ymm4, ymm4, [rcx - 32]
     vpsllq       ymm8, ymm2, 62
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 128]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 160]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 192]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 224]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 61
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 256]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 288]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 320]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 352]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 384]     ; addresses gf2m_sq116_map near byte 256
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 60
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 384]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 416]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 448]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 480]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 59
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 512]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 544]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 576]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 608]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 640]     ; addresses gf2m_sq116_map near byte 512
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 58
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 640]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 672]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 704]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 736]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 57
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 768]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 800]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 832]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 864]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 896]     ; addresses gf2m_sq116_map near byte 768
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 56
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 896]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 928]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 960]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 992]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 55
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1024]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1056]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1088]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1120]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 1152]    ; addresses gf2m_sq116_map near byte 1024
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 54
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1152]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1184]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1216]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1248]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 53
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1280]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1312]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1344]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1376]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 1408]    ; addresses gf2m_sq116_map near byte 1280
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 52
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1408]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1440]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1472]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1504]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 51
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1536]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1568]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1600]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1632]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 1664]    ; addresses gf2m_sq116_map near byte 1536
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 50
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1664]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1696]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1728]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1760]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 49
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1792]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1824]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1856]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 1888]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 1920]    ; addresses gf2m_sq116_map near byte 1792
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 48
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1920]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1952]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 1984]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2016]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 47
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2048]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2080]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2112]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2144]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 2176]    ; addresses gf2m_sq116_map near byte 2048
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 46
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2176]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2208]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2240]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2272]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 45
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2304]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2336]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2368]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2400]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 2432]    ; addresses gf2m_sq116_map near byte 2304
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 44
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2432]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2464]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2496]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2528]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 43
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2560]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2592]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2624]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2656]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 2688]    ; addresses gf2m_sq116_map near byte 2560
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 42
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2688]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2720]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2752]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2784]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 41
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2816]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2848]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2880]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 2912]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 2944]    ; addresses gf2m_sq116_map near byte 2816
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 40
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2944]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 2976]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3008]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3040]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 39
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3072]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3104]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3136]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3168]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 3200]    ; addresses gf2m_sq116_map near byte 3072
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 38
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3200]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3232]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3264]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3296]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 37
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3328]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3360]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3392]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3424]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 3456]    ; addresses gf2m_sq116_map near byte 3328
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 36
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3456]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3488]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3520]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3552]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 35
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3584]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3616]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3648]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3680]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 3712]    ; addresses gf2m_sq116_map near byte 3584
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 34
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3712]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3744]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3776]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3808]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 33
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3840]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3872]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3904]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 3936]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 3968]    ; addresses gf2m_sq116_map near byte 3840
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 32
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 3968]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4000]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4032]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4064]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 31
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4096]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4128]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4160]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4192]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 4224]    ; addresses gf2m_sq116_map near byte 4096
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 30
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4224]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4256]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4288]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4320]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 29
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4352]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4384]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4416]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4448]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 4480]    ; addresses gf2m_sq116_map near byte 4352
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 28
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4480]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4512]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4544]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4576]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 27
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4608]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4640]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4672]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4704]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 4736]    ; addresses gf2m_sq116_map near byte 4608
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 26
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4736]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4768]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4800]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4832]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 25
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4864]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4896]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4928]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 4960]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 4992]    ; addresses gf2m_sq116_map near byte 4864
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 24
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 4992]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5024]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5056]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5088]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 23
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5120]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5152]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5184]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5216]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 5248]    ; addresses gf2m_sq116_map near byte 5120
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 22
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5248]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5280]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5312]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5344]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 21
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5376]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5408]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5440]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5472]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 5504]    ; addresses gf2m_sq116_map near byte 5376
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 20
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5504]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5536]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5568]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5600]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 19
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5632]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5664]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5696]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5728]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 5760]    ; addresses gf2m_sq116_map near byte 5632
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 18
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5760]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5792]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5824]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5856]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 17
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5888]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5920]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 5952]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 5984]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 6016]    ; addresses gf2m_sq116_map near byte 5888
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 16
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6016]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6048]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6080]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6112]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 15
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6144]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6176]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6208]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6240]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 6272]    ; addresses gf2m_sq116_map near byte 6144
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 14
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6272]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6304]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6336]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6368]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 13
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6400]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6432]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6464]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6496]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 6528]    ; addresses gf2m_sq116_map near byte 6400
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 12
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6528]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6560]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6592]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6624]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 11
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6656]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6688]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6720]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6752]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 6784]    ; addresses gf2m_sq116_map near byte 6656
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 10
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6784]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6816]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6848]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 6880]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 9
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6912]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6944]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 6976]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7008]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 7040]    ; addresses gf2m_sq116_map near byte 6912
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 8
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7040]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7072]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7104]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7136]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 7
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7168]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7200]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7232]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7264]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 7296]    ; addresses gf2m_sq116_map near byte 7168
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 6
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7296]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7328]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7360]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7392]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 5
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7424]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7456]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7488]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7520]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 7552]    ; addresses gf2m_sq116_map near byte 7424
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 4
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7552]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7584]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7616]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7648]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 3
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7680]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7712]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7744]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7776]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 7808]    ; addresses gf2m_sq116_map near byte 7680
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 2
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7808]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7840]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7872]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 7904]
-    vpxor        ymm4, ymm4, ymm8
+    vpand        ymm9, ymm8, [rcx]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx + 32]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx + 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx + 96]
+    vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm2, 1
     vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7936]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 7968]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq29_map + 8000]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq29_map + 8032]
-    vpxor        ymm4, ymm4, ymm8
+    lea          rcx, [rel gf2m_sq116_map + 8064]    ; addresses gf2m_sq116_map near byte 7936
+    vpand        ymm9, ymm8, [rcx - 128]
+    vpxor        ymm5, ymm9, ymm5
+    vpand        ymm9, ymm8, [rcx - 96]
+    vpxor        ymm6, ymm9, ymm6
+    vpand        ymm9, ymm8, [rcx - 64]
+    vpxor        ymm7, ymm9, ymm7
+    vpand        ymm8, ymm8, [rcx - 32]
+    vpxor        ymm4, ymm8, ymm4
     vpcmpgtq     ymm2, ymm3, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq29_map + 8064]
+    vpand        ymm3, ymm2, [rcx]
     vpxor        ymm3, ymm5, ymm3
-    vpand        ymm5, ymm2, [rel gf2m_sq29_map + 8096]
+    vpand        ymm5, ymm2, [rcx + 32]
     vpxor        ymm5, ymm6, ymm5
-    vpand        ymm6, ymm2, [rel gf2m_sq29_map + 8128]
+    vpand        ymm6, ymm2, [rcx + 64]
     vpxor        ymm6, ymm7, ymm6
-    vpand        ymm2, ymm2, [rel gf2m_sq29_map + 8160]
+    vpand        ymm2, ymm2, [rcx + 96]
     vpxor        ymm2, ymm4, ymm2
     vpermq       ymm4, ymm5, 147
     vpermq       ymm5, ymm6, 78
@@ -5990,13 +7463,13 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm3, xmm2, xmm0, 1
     vpclmulqdq   xmm9, xmm2, xmm0, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm2, xmm9, xmm3
     vpxor        xmm3, xmm7, xmm6
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm1, xmm1, xmm3
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm3
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
@@ -6026,696 +7499,10 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm1, xmm2, xmm1
     vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm2, xmm1, xmm2
-    vpbroadcastq ymm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpbroadcastq ymm2, xmm2
-    vpbroadcastq ymm5, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpbroadcastq ymm4, xmm4
-    vpblendd     ymm2, ymm3, ymm2, 12
-    vpblendd     ymm2, ymm2, ymm5, 48
-    vpblendd     ymm2, ymm2, ymm4, 192
-    vmovdqu      ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm2, 63
-    vpcmpgtq     ymm4, ymm3, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq58_map]
-    vpand        ymm6, ymm4, [rel gf2m_sq58_map + 32]
-    vpand        ymm7, ymm4, [rel gf2m_sq58_map + 64]
-    vpand        ymm4, ymm4, [rel gf2m_sq58_map + 96]
-    vpsllq       ymm8, ymm2, 62
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 128]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 160]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 192]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 224]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 61
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 256]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 288]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 320]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 352]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 60
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 384]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 416]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 448]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 480]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 59
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 512]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 544]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 576]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 608]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 58
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 640]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 672]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 704]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 736]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 57
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 768]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 800]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 832]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 864]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 56
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 896]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 928]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 960]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 992]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 55
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1024]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1056]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1088]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1120]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 54
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1152]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1184]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1216]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1248]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 53
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1280]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1312]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1344]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1376]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 52
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1408]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1440]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1472]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1504]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 51
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1536]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1568]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1600]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1632]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 50
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1664]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1696]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1728]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1760]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 49
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1792]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1824]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1856]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 1888]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 48
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1920]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1952]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 1984]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2016]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 47
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2048]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2080]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2112]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2144]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 46
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2176]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2208]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2240]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2272]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 45
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2304]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2336]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2368]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2400]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 44
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2432]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2464]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2496]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2528]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 43
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2560]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2592]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2624]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2656]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 42
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2688]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2720]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2752]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2784]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 41
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2816]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2848]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2880]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 2912]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 40
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2944]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 2976]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3008]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3040]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 39
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3072]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3104]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3136]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3168]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 38
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3200]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3232]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3264]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3296]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 37
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3328]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3360]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3392]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3424]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 36
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3456]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3488]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3520]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3552]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 35
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3584]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3616]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3648]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3680]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 34
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3712]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3744]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3776]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3808]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 33
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3840]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3872]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3904]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 3936]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 32
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 3968]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4000]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4032]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4064]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 31
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4096]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4128]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4160]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4192]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 30
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4224]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4256]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4288]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4320]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 29
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4352]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4384]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4416]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4448]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 28
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4480]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4512]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4544]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4576]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 27
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4608]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4640]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4672]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4704]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 26
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4736]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4768]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4800]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4832]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 25
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4864]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4896]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4928]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 4960]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 24
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 4992]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5024]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5056]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5088]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 23
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5120]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5152]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5184]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5216]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 22
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5248]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5280]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5312]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5344]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 21
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5376]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5408]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5440]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5472]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 20
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5504]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5536]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5568]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5600]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 19
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5632]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5664]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5696]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5728]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 18
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5760]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5792]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5824]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5856]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 17
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5888]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5920]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 5952]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 5984]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 16
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6016]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6048]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6080]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6112]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 15
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6144]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6176]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6208]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6240]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 14
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6272]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6304]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6336]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6368]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 13
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6400]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6432]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6464]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6496]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 12
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6528]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6560]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6592]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6624]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 11
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6656]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6688]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6720]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6752]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 10
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6784]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6816]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6848]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 6880]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 9
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6912]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6944]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 6976]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7008]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 8
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7040]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7072]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7104]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7136]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 7
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7168]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7200]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7232]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7264]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 6
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7296]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7328]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7360]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7392]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 5
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7424]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7456]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7488]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7520]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 4
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7552]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7584]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7616]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7648]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 3
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7680]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7712]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7744]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7776]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 2
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7808]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7840]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7872]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 7904]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 1
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7936]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 7968]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq58_map + 8000]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq58_map + 8032]
-    vpxor        ymm4, ymm4, ymm8
-    vpcmpgtq     ymm2, ymm3, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq58_map + 8064]
-    vpxor        ymm3, ymm5, ymm3
-    vpand        ymm5, ymm2, [rel gf2m_sq58_map + 8096]
-    vpxor        ymm5, ymm6, ymm5
-    vpand        ymm6, ymm2, [rel gf2m_sq58_map + 8128]
-    vpxor        ymm6, ymm7, ymm6
-    vpand        ymm2, ymm2, [rel gf2m_sq58_map + 8160]
-    vpxor        ymm2, ymm4, ymm2
-    vpermq       ymm4, ymm5, 147
-    vpermq       ymm5, ymm6, 78
-    vpermq       ymm2, ymm2, 57
-    vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm2, ymm3, ymm2
-    vextracti128 xmm3, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 1
-    vpclmulqdq   xmm6, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm0, 0
-    vpclmulqdq   xmm8, xmm2, xmm0, 1
-    vpclmulqdq   xmm9, xmm2, xmm0, 16
-    vpclmulqdq   xmm10, xmm2, xmm0, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpclmulqdq   xmm1, xmm2, xmm0, 0
-    vpclmulqdq   xmm3, xmm2, xmm0, 1
-    vpclmulqdq   xmm9, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm3, xmm9
-    vpxor        xmm3, xmm7, xmm6
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm0, xmm0, xmm3
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm2, xmm5, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpalignr     xmm2, xmm8, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm8, 8
-    vpxor        xmm2, xmm10, xmm2
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpsllq       xmm4, xmm2, 23
     vpsrlq       xmm5, xmm2, 41
     vpsllq       xmm6, xmm2, 33
@@ -6728,747 +7515,13 @@ kg_gf2m233_inv_avx2:
     vpsrlq       xmm6, xmm0, 41
     vpsllq       xmm7, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm2, xmm1, xmm2
-    vpbroadcastq ymm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpbroadcastq ymm2, xmm2
-    vpbroadcastq ymm5, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpbroadcastq ymm4, xmm4
-    vpblendd     ymm2, ymm3, ymm2, 12
-    vpblendd     ymm2, ymm2, ymm5, 48
-    vpblendd     ymm2, ymm2, ymm4, 192
-    vmovdqu      ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm2, 63
-    vpcmpgtq     ymm4, ymm3, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq116_map]
-    vpand        ymm6, ymm4, [rel gf2m_sq116_map + 32]
-    vpand        ymm7, ymm4, [rel gf2m_sq116_map + 64]
-    vpand        ymm4, ymm4, [rel gf2m_sq116_map + 96]
-    vpsllq       ymm8, ymm2, 62
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 128]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 160]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 192]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 224]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 61
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 256]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 288]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 320]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 352]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 60
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 384]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 416]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 448]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 480]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 59
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 512]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 544]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 576]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 608]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 58
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 640]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 672]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 704]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 736]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 57
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 768]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 800]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 832]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 864]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 56
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 896]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 928]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 960]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 992]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 55
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1024]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1056]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1088]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1120]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 54
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1152]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1184]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1216]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1248]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 53
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1280]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1312]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1344]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1376]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 52
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1408]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1440]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1472]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1504]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 51
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1536]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1568]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1600]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1632]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 50
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1664]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1696]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1728]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1760]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 49
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1792]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1824]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1856]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 1888]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 48
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1920]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1952]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 1984]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2016]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 47
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2048]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2080]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2112]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2144]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 46
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2176]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2208]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2240]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2272]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 45
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2304]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2336]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2368]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2400]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 44
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2432]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2464]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2496]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2528]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 43
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2560]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2592]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2624]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2656]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 42
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2688]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2720]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2752]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2784]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 41
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2816]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2848]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2880]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 2912]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 40
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2944]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 2976]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3008]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3040]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 39
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3072]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3104]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3136]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3168]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 38
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3200]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3232]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3264]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3296]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 37
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3328]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3360]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3392]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3424]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 36
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3456]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3488]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3520]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3552]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 35
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3584]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3616]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3648]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3680]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 34
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3712]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3744]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3776]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3808]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 33
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3840]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3872]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3904]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 3936]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 32
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 3968]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4000]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4032]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4064]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 31
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4096]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4128]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4160]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4192]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 30
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4224]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4256]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4288]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4320]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 29
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4352]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4384]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4416]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4448]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 28
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4480]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4512]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4544]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4576]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 27
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4608]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4640]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4672]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4704]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 26
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4736]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4768]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4800]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4832]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 25
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4864]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4896]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4928]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 4960]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 24
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 4992]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5024]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5056]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5088]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 23
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5120]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5152]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5184]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5216]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 22
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5248]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5280]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5312]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5344]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 21
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5376]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5408]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5440]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5472]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 20
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5504]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5536]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5568]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5600]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 19
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5632]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5664]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5696]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5728]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 18
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5760]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5792]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5824]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5856]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 17
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5888]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5920]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 5952]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 5984]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 16
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6016]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6048]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6080]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6112]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 15
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6144]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6176]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6208]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6240]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 14
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6272]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6304]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6336]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6368]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 13
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6400]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6432]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6464]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6496]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 12
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6528]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6560]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6592]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6624]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 11
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6656]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6688]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6720]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6752]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 10
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6784]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6816]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6848]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 6880]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 9
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6912]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6944]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 6976]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7008]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 8
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7040]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7072]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7104]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7136]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 7
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7168]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7200]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7232]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7264]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 6
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7296]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7328]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7360]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7392]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 5
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7424]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7456]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7488]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7520]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 4
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7552]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7584]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7616]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7648]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 3
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7680]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7712]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7744]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7776]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 2
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7808]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7840]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7872]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 7904]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 1
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7936]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 7968]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq116_map + 8000]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq116_map + 8032]
-    vpxor        ymm4, ymm4, ymm8
-    vpcmpgtq     ymm2, ymm3, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq116_map + 8064]
-    vpxor        ymm3, ymm5, ymm3
-    vpand        ymm5, ymm2, [rel gf2m_sq116_map + 8096]
-    vpxor        ymm5, ymm6, ymm5
-    vpand        ymm6, ymm2, [rel gf2m_sq116_map + 8128]
-    vpxor        ymm6, ymm7, ymm6
-    vpand        ymm2, ymm2, [rel gf2m_sq116_map + 8160]
-    vpxor        ymm2, ymm4, ymm2
-    vpermq       ymm4, ymm5, 147
-    vpermq       ymm5, ymm6, 78
-    vpermq       ymm2, ymm2, 57
-    vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm2, ymm3, ymm2
-    vextracti128 xmm3, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 1
-    vpclmulqdq   xmm6, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm0, 0
-    vpclmulqdq   xmm8, xmm2, xmm0, 1
-    vpclmulqdq   xmm9, xmm2, xmm0, 16
-    vpclmulqdq   xmm10, xmm2, xmm0, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpclmulqdq   xmm1, xmm2, xmm0, 0
-    vpclmulqdq   xmm3, xmm2, xmm0, 1
-    vpclmulqdq   xmm9, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm3, xmm9
-    vpxor        xmm3, xmm7, xmm6
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm0, xmm0, xmm3
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm2, xmm5, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpalignr     xmm2, xmm8, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm8, 8
-    vpxor        xmm2, xmm10, xmm2
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm7, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
+    vpslldq      xmm3, xmm2, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
     vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10

@@ -3191,18 +3191,18 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm8, xmm0, xmm4, 0
     vpclmulqdq   xmm9, xmm0, xmm4, 17
     vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpxor        xmm10, xmm10, xmm0
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
+    vpxor        xmm11, xmm11, xmm4
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm1, xmm5, 0
     vpclmulqdq   xmm12, xmm1, xmm5, 17
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vpshufd      xmm14, xmm5, 78
-    vpxor        xmm14, xmm5, xmm14
+    vpxor        xmm14, xmm14, xmm5
     vpclmulqdq   xmm13, xmm13, xmm14, 0
     vpxor        xmm13, xmm13, xmm11
     vpxor        xmm13, xmm13, xmm12
@@ -3222,17 +3222,17 @@ kg_gf2m409_mul_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm9, xmm5
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm9, xmm4
     vpclmulqdq   xmm9, xmm2, xmm6, 0
     vpclmulqdq   xmm11, xmm2, xmm6, 17
     vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpxor        xmm14, xmm14, xmm2
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm9
     vpxor        xmm14, xmm14, xmm11
@@ -3247,12 +3247,12 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm8, xmm1, xmm5, 17
     vmovdqa      [rsp + 224], xmm12                  ; spill
     vpshufd      xmm12, xmm1, 78
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm12, xmm1
     vpshufd      xmm12, xmm5, 78
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm5, xmm11, xmm15
     vpxor        xmm10, xmm9, xmm10
     vpxor        xmm10, xmm10, xmm5
@@ -3268,9 +3268,9 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm7, xmm0, xmm3, 0
     vpclmulqdq   xmm8, xmm0, xmm3, 17
     vpshufd      xmm11, xmm0, 78
-    vpxor        xmm11, xmm0, xmm11
+    vpxor        xmm11, xmm11, xmm0
     vpshufd      xmm12, xmm3, 78
-    vpxor        xmm12, xmm3, xmm12
+    vpxor        xmm12, xmm12, xmm3
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpxor        xmm11, xmm11, xmm7
     vpxor        xmm11, xmm11, xmm8
@@ -3283,8 +3283,8 @@ kg_gf2m409_mul_avx2:
     vpshufd      xmm1, xmm6, 78
     vpxor        xmm1, xmm6, xmm1
     vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
@@ -3301,12 +3301,12 @@ kg_gf2m409_mul_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm5, xmm13, xmm14
     vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vmovdqa      xmm8, [rsp + 192]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
@@ -3328,9 +3328,9 @@ kg_gf2m409_mul_avx2:
     vpalignr     xmm6, xmm12, xmm9, 8
     vpxor        xmm6, xmm11, xmm6
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
@@ -3348,14 +3348,14 @@ kg_gf2m409_mul_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
@@ -3365,13 +3365,13 @@ kg_gf2m409_mul_avx2:
     vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm2, xmm15, xmm2
     vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm7
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -3414,64 +3414,64 @@ kg_gf2m409_sqr_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm0, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vmovdqu      [rdi], xmm2
-    vmovdqu      [rdi + 16], xmm0
-    vmovdqu      [rdi + 32], xmm3
-    vmovq        qword [rdi + 48], xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm3
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
     ret
 .end:
 
@@ -3505,18 +3505,18 @@ kg_gf2m409_mul_lazy_avx2:
     vpclmulqdq   xmm8, xmm0, xmm4, 0
     vpclmulqdq   xmm9, xmm0, xmm4, 17
     vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpxor        xmm10, xmm10, xmm0
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
+    vpxor        xmm11, xmm11, xmm4
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm1, xmm5, 0
     vpclmulqdq   xmm12, xmm1, xmm5, 17
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vpshufd      xmm14, xmm5, 78
-    vpxor        xmm14, xmm5, xmm14
+    vpxor        xmm14, xmm14, xmm5
     vpclmulqdq   xmm13, xmm13, xmm14, 0
     vpxor        xmm13, xmm13, xmm11
     vpxor        xmm13, xmm13, xmm12
@@ -3536,17 +3536,17 @@ kg_gf2m409_mul_lazy_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm9, xmm5
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm9, xmm4
     vpclmulqdq   xmm9, xmm2, xmm6, 0
     vpclmulqdq   xmm11, xmm2, xmm6, 17
     vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpxor        xmm14, xmm14, xmm2
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm9
     vpxor        xmm14, xmm14, xmm11
@@ -3561,12 +3561,12 @@ kg_gf2m409_mul_lazy_avx2:
     vpclmulqdq   xmm8, xmm1, xmm5, 17
     vmovdqa      [rsp + 224], xmm12                  ; spill
     vpshufd      xmm12, xmm1, 78
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm12, xmm1
     vpshufd      xmm12, xmm5, 78
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm5, xmm11, xmm15
     vpxor        xmm10, xmm9, xmm10
     vpxor        xmm10, xmm10, xmm5
@@ -3582,9 +3582,9 @@ kg_gf2m409_mul_lazy_avx2:
     vpclmulqdq   xmm7, xmm0, xmm3, 0
     vpclmulqdq   xmm8, xmm0, xmm3, 17
     vpshufd      xmm11, xmm0, 78
-    vpxor        xmm11, xmm0, xmm11
+    vpxor        xmm11, xmm11, xmm0
     vpshufd      xmm12, xmm3, 78
-    vpxor        xmm12, xmm3, xmm12
+    vpxor        xmm12, xmm12, xmm3
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpxor        xmm11, xmm11, xmm7
     vpxor        xmm11, xmm11, xmm8
@@ -3597,8 +3597,8 @@ kg_gf2m409_mul_lazy_avx2:
     vpshufd      xmm1, xmm6, 78
     vpxor        xmm1, xmm6, xmm1
     vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
@@ -3615,12 +3615,12 @@ kg_gf2m409_mul_lazy_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm5, xmm13, xmm14
     vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vmovdqa      xmm8, [rsp + 192]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
@@ -3642,9 +3642,9 @@ kg_gf2m409_mul_lazy_avx2:
     vpalignr     xmm6, xmm12, xmm9, 8
     vpxor        xmm6, xmm11, xmm6
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
@@ -3662,14 +3662,14 @@ kg_gf2m409_mul_lazy_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
@@ -3679,13 +3679,13 @@ kg_gf2m409_mul_lazy_avx2:
     vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm2, xmm15, xmm2
     vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm7
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -3723,59 +3723,59 @@ kg_gf2m409_sqr_lazy_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm0, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqu      [rdi], xmm4
-    vmovdqu      [rdi + 16], xmm0
-    vmovdqu      [rdi + 32], xmm3
-    vmovq        qword [rdi + 48], xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm3
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
     ret
 .end:
 
@@ -3848,14 +3848,14 @@ kg_gf2m409_reduce_avx2:
     vpsllq       xmm12, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm13, xmm6, 8
-    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm13, xmm4
     vpsllq       xmm13, xmm4, 39
     vpsrlq       xmm14, xmm4, 25
     vpsllq       xmm15, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm6, xmm6, xmm5, 8
     vpxor        xmm6, xmm3, xmm6
     vpsrldq      xmm6, xmm6, 8
@@ -3865,13 +3865,13 @@ kg_gf2m409_reduce_avx2:
     vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm0, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm1, xmm14, xmm1
     vpxor        xmm6, xmm15, xmm6
     vpxor        xmm1, xmm1, xmm6
     vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
     vpalignr     xmm6, xmm4, xmm7, 8
@@ -3923,18 +3923,18 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm8, xmm0, xmm4, 0
     vpclmulqdq   xmm9, xmm0, xmm4, 17
     vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpxor        xmm10, xmm10, xmm0
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
+    vpxor        xmm11, xmm11, xmm4
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm1, xmm5, 0
     vpclmulqdq   xmm12, xmm1, xmm5, 17
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vpshufd      xmm14, xmm5, 78
-    vpxor        xmm14, xmm5, xmm14
+    vpxor        xmm14, xmm14, xmm5
     vpclmulqdq   xmm13, xmm13, xmm14, 0
     vpxor        xmm13, xmm13, xmm11
     vpxor        xmm13, xmm13, xmm12
@@ -3954,17 +3954,17 @@ kg_gf2m409_mulwide_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm9, xmm5
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm9, xmm4
     vpclmulqdq   xmm9, xmm2, xmm6, 0
     vpclmulqdq   xmm11, xmm2, xmm6, 17
     vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpxor        xmm14, xmm14, xmm2
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm9
     vpxor        xmm14, xmm14, xmm11
@@ -3979,12 +3979,12 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm8, xmm1, xmm5, 17
     vmovdqa      [rsp + 224], xmm12                  ; spill
     vpshufd      xmm12, xmm1, 78
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm12, xmm1
     vpshufd      xmm12, xmm5, 78
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm5, xmm11, xmm15
     vpxor        xmm10, xmm9, xmm10
     vpxor        xmm10, xmm10, xmm5
@@ -4000,9 +4000,9 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm7, xmm0, xmm3, 0
     vpclmulqdq   xmm8, xmm0, xmm3, 17
     vpshufd      xmm11, xmm0, 78
-    vpxor        xmm11, xmm0, xmm11
+    vpxor        xmm11, xmm11, xmm0
     vpshufd      xmm12, xmm3, 78
-    vpxor        xmm12, xmm3, xmm12
+    vpxor        xmm12, xmm12, xmm3
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpxor        xmm11, xmm11, xmm7
     vpxor        xmm11, xmm11, xmm8
@@ -4015,8 +4015,8 @@ kg_gf2m409_mulwide_avx2:
     vpshufd      xmm1, xmm6, 78
     vpxor        xmm1, xmm6, xmm1
     vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
@@ -4033,12 +4033,12 @@ kg_gf2m409_mulwide_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm5, xmm13, xmm14
     vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vmovdqa      xmm8, [rsp + 192]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
@@ -4060,9 +4060,9 @@ kg_gf2m409_mulwide_avx2:
     vpalignr     xmm6, xmm12, xmm9, 8
     vpxor        xmm6, xmm11, xmm6
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
@@ -4124,10 +4124,10 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm15, xmm0, xmm4, 17
     vmovdqa      [rsp + 64], xmm10                   ; spill
     vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpxor        xmm10, xmm10, xmm0
     vmovdqa      [rsp + 96], xmm14                   ; spill
     vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
+    vpxor        xmm14, xmm14, xmm4
     vpclmulqdq   xmm10, xmm10, xmm14, 0
     vpxor        xmm10, xmm10, xmm11
     vpxor        xmm10, xmm10, xmm15
@@ -4136,10 +4136,10 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm9, xmm1, xmm5, 17
     vmovdqa      [rsp + 160], xmm13                  ; spill
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vmovdqa      [rsp + 192], xmm8                   ; spill
     vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
+    vpxor        xmm8, xmm8, xmm5
     vpclmulqdq   xmm8, xmm13, xmm8, 0
     vpxor        xmm8, xmm8, xmm14
     vpxor        xmm8, xmm8, xmm9
@@ -4160,17 +4160,17 @@ kg_gf2m409_muladd_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpxor        xmm12, xmm15, xmm14
     vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm12, xmm4
     vpclmulqdq   xmm12, xmm2, xmm6, 0
     vpclmulqdq   xmm13, xmm2, xmm6, 17
     vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpxor        xmm14, xmm14, xmm2
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
@@ -4185,12 +4185,12 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm11, xmm1, xmm5, 17
     vmovdqa      [rsp + 480], xmm9                   ; spill
     vpshufd      xmm9, xmm1, 78
-    vpxor        xmm1, xmm1, xmm9
+    vpxor        xmm1, xmm9, xmm1
     vpshufd      xmm9, xmm5, 78
-    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm9, xmm5
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm11, xmm1
     vpxor        xmm5, xmm13, xmm15
     vpxor        xmm9, xmm12, xmm10
     vpxor        xmm9, xmm9, xmm5
@@ -4206,9 +4206,9 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm7, xmm0, xmm3, 0
     vpclmulqdq   xmm10, xmm0, xmm3, 17
     vpshufd      xmm11, xmm0, 78
-    vpxor        xmm11, xmm0, xmm11
+    vpxor        xmm11, xmm11, xmm0
     vpshufd      xmm13, xmm3, 78
-    vpxor        xmm13, xmm3, xmm13
+    vpxor        xmm13, xmm13, xmm3
     vpclmulqdq   xmm11, xmm11, xmm13, 0
     vpxor        xmm11, xmm11, xmm7
     vpxor        xmm11, xmm11, xmm10
@@ -4221,8 +4221,8 @@ kg_gf2m409_muladd_avx2:
     vpshufd      xmm1, xmm6, 78
     vpxor        xmm1, xmm6, xmm1
     vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
@@ -4239,12 +4239,12 @@ kg_gf2m409_muladd_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm5, xmm8, xmm14
     vmovdqa      xmm6, [rsp + 480]                   ; reload
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vmovdqa      xmm8, [rsp + 448]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
@@ -4265,11 +4265,11 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm6, xmm5, [rsp + 224], 0
     vpclmulqdq   xmm13, xmm5, [rsp + 224], 17
     vpshufd      xmm14, xmm5, 78
-    vpxor        xmm14, xmm5, xmm14
+    vpxor        xmm14, xmm14, xmm5
     vpshufd      xmm15, [rsp + 224], 78
     vmovdqa      [rsp + 480], xmm4                   ; spill
     vmovdqa      xmm4, [rsp + 224]                   ; reload
-    vpxor        xmm15, xmm4, xmm15
+    vpxor        xmm15, xmm15, xmm4
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm6
     vpxor        xmm14, xmm14, xmm13
@@ -4289,20 +4289,20 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm0, xmm0, xmm3, 0
     vpxor        xmm0, xmm0, xmm1
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm3, xmm5, xmm15
+    vpxor        xmm3, xmm15, xmm5
     vmovdqa      [rsp + 640], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm10
+    vpxor        xmm7, xmm10, xmm4
     vpclmulqdq   xmm12, xmm3, xmm7, 0
     vpclmulqdq   xmm11, xmm3, xmm7, 17
     vpshufd      xmm9, xmm3, 78
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm9, xmm3
     vpshufd      xmm9, xmm7, 78
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vpclmulqdq   xmm3, xmm3, xmm7, 0
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm11, xmm3
     vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm7, xmm6, xmm12
+    vpxor        xmm7, xmm12, xmm6
     vpxor        xmm7, xmm7, xmm1
     vpxor        xmm3, xmm14, xmm3
     vpxor        xmm3, xmm3, xmm0
@@ -4316,7 +4316,7 @@ kg_gf2m409_muladd_avx2:
     vpshufd      xmm8, [rsp + 96], 78
     vmovdqa      [rsp + 672], xmm3                   ; spill
     vmovdqa      xmm3, [rsp + 96]                    ; reload
-    vpxor        xmm8, xmm3, xmm8
+    vpxor        xmm8, xmm8, xmm3
     vpclmulqdq   xmm8, xmm13, xmm8, 0
     vpxor        xmm8, xmm8, xmm11
     vpxor        xmm8, xmm8, xmm12
@@ -4335,7 +4335,7 @@ kg_gf2m409_muladd_avx2:
     vpshufd      xmm1, xmm14, 78
     vpxor        xmm1, xmm14, xmm1
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm6, xmm14, xmm6
     vpclmulqdq   xmm1, xmm1, xmm6, 0
     vpxor        xmm1, xmm1, xmm2
     vpxor        xmm1, xmm1, xmm0
@@ -4344,25 +4344,25 @@ kg_gf2m409_muladd_avx2:
     vpxor        xmm2, xmm2, xmm6
     vpxor        xmm1, xmm8, xmm1
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm9, xmm5
     vpxor        xmm6, xmm15, xmm13
     vpxor        xmm3, xmm4, xmm3
     vpxor        xmm4, xmm10, [rsp + 32]
     vpclmulqdq   xmm7, xmm5, xmm3, 0
     vpclmulqdq   xmm9, xmm5, xmm3, 17
     vpshufd      xmm10, xmm5, 78
-    vpxor        xmm10, xmm5, xmm10
+    vpxor        xmm10, xmm10, xmm5
     vpshufd      xmm12, xmm3, 78
-    vpxor        xmm12, xmm3, xmm12
+    vpxor        xmm12, xmm12, xmm3
     vpclmulqdq   xmm10, xmm10, xmm12, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm12, xmm6, xmm4, 0
     vpclmulqdq   xmm13, xmm6, xmm4, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm15, xmm4, 78
-    vpxor        xmm15, xmm4, xmm15
+    vpxor        xmm15, xmm15, xmm4
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
@@ -4371,9 +4371,9 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm4, xmm5, xmm3, 0
     vpclmulqdq   xmm6, xmm5, xmm3, 17
     vpshufd      xmm15, xmm5, 78
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpshufd      xmm15, xmm3, 78
-    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm3, xmm15, xmm3
     vpclmulqdq   xmm3, xmm5, xmm3, 0
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm3, xmm3, xmm6
@@ -4381,11 +4381,11 @@ kg_gf2m409_muladd_avx2:
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm6, xmm13, xmm6
     vpxor        xmm5, xmm6, xmm5
     vmovdqa      xmm6, [rsp + 864]                   ; reload
-    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm11, xmm6
     vmovdqa      xmm9, [rsp + 832]                   ; reload
     vpxor        xmm8, xmm9, xmm8
     vmovdqa      xmm9, [rsp + 800]                   ; reload
@@ -4437,9 +4437,9 @@ kg_gf2m409_muladd_avx2:
     vpalignr     xmm9, xmm12, xmm9, 8
     vpxor        xmm9, xmm11, xmm9
     vpalignr     xmm11, xmm10, xmm12, 8
-    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm11, xmm7
     vpalignr     xmm10, xmm3, xmm10, 8
-    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm4, xmm10, xmm4
     vpalignr     xmm3, xmm6, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpalignr     xmm5, xmm1, xmm6, 8
@@ -4455,7 +4455,7 @@ kg_gf2m409_muladd_avx2:
     vpsllq       xmm12, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm3, xmm3, xmm13
+    vpxor        xmm3, xmm13, xmm3
     vpsllq       xmm13, xmm3, 39
     vpsrlq       xmm14, xmm3, 25
     vpsllq       xmm15, xmm3, 62
@@ -4477,8 +4477,8 @@ kg_gf2m409_muladd_avx2:
     vpxor        xmm0, xmm15, xmm0
     vpxor        xmm0, xmm6, xmm0
     vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm6, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm7
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm3, xmm5, 8
@@ -4628,118 +4628,118 @@ kg_gf2m409_msqr2_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm3
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm2
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -4752,7 +4752,7 @@ kg_gf2m409_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
@@ -4762,226 +4762,230 @@ kg_gf2m409_msqr4_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm3
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm2
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -4994,7 +4998,7 @@ kg_gf2m409_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
@@ -5004,442 +5008,454 @@ kg_gf2m409_msqr8_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm0, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
     vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm3
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm2
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -5452,7 +5468,7 @@ kg_gf2m409_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
@@ -5462,874 +5478,902 @@ kg_gf2m409_msqr16_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpxor        xmm3, xmm1, xmm3
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm0, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
     vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 25
-    vpsllq       xmm5, xmm2, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm3
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rax - 128]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm2
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -6343,7 +6387,7 @@ kg_gf2m409_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
 align 32
@@ -6388,33 +6432,33 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      [rsp + 256], xmm7                   ; spill
     vpbroadcastq xmm7, qword [r8]
     vmovdqa      [rsp + 288], xmm15                  ; spill
-    vpxor        xmm15, xmm0, xmm8
+    vpxor        xmm15, xmm8, xmm0
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm0, xmm15, xmm0
     vpxor        xmm8, xmm8, xmm15
-    vpxor        xmm15, xmm1, xmm9
+    vpxor        xmm15, xmm9, xmm1
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm9, xmm9, xmm15
-    vpxor        xmm15, xmm2, xmm10
+    vpxor        xmm15, xmm10, xmm2
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm2, xmm15, xmm2
     vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm15, xmm3, xmm11
+    vpxor        xmm15, xmm11, xmm3
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm3, xmm15, xmm3
     vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm15, xmm4, xmm12
+    vpxor        xmm15, xmm12, xmm4
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm12, xmm12, xmm15
-    vpxor        xmm15, xmm5, xmm13
+    vpxor        xmm15, xmm13, xmm5
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm13, xmm13, xmm15
-    vpxor        xmm15, xmm6, xmm14
+    vpxor        xmm15, xmm14, xmm6
     vpand        xmm15, xmm15, xmm7
-    vpxor        xmm6, xmm6, xmm15
+    vpxor        xmm6, xmm15, xmm6
     vpxor        xmm14, xmm14, xmm15
     vmovdqa      xmm15, [rsp]                        ; reload
     vmovdqa      [rsp + 320], xmm11                  ; spill
@@ -6433,19 +6477,19 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm10, xmm12, 78
     vpxor        xmm10, xmm12, xmm10
     vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm15, xmm6
+    vpxor        xmm6, xmm11, xmm6
     vpclmulqdq   xmm10, xmm1, xmm13, 0
     vmovdqa      [rsp + 384], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm1, xmm13, 17
     vmovdqa      [rsp + 416], xmm9                   ; spill
     vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
+    vpxor        xmm9, xmm9, xmm1
     vmovdqa      [rsp + 448], xmm4                   ; spill
     vpshufd      xmm4, xmm13, 78
     vpxor        xmm4, xmm13, xmm4
     vpclmulqdq   xmm4, xmm9, xmm4, 0
-    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm4, xmm10, xmm4
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm9, xmm0, xmm1
     vmovdqa      [rsp + 480], xmm8                   ; spill
@@ -6460,8 +6504,8 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm9, xmm8, 78
     vpxor        xmm8, xmm8, xmm9
     vpclmulqdq   xmm1, xmm1, xmm8, 0
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpxor        xmm8, xmm11, xmm10
     vpxor        xmm9, xmm15, xmm13
     vpxor        xmm9, xmm9, xmm8
@@ -6472,7 +6516,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm10, xmm2, xmm14, 0
     vpclmulqdq   xmm11, xmm2, xmm14, 17
     vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
+    vpxor        xmm12, xmm12, xmm2
     vpshufd      xmm13, xmm14, 78
     vpxor        xmm13, xmm14, xmm13
     vpclmulqdq   xmm12, xmm12, xmm13, 0
@@ -6494,7 +6538,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm5, xmm9, xmm5
     vpclmulqdq   xmm1, xmm1, xmm5, 0
     vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm5, xmm11, xmm13
     vpxor        xmm6, xmm10, xmm6
     vpxor        xmm6, xmm6, xmm5
@@ -6508,19 +6552,19 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm15, [rsp + 512]                  ; reload
     vpxor        xmm7, xmm15, xmm7
     vpclmulqdq   xmm15, xmm9, xmm14, 0
-    vmovdqa      [rsp + 512], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm9, xmm14, 17
+    vmovdqa      [rsp + 512], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm9, xmm14, 17
+    vpshufd      xmm11, xmm9, 78
+    vpxor        xmm11, xmm9, xmm11
     vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpshufd      xmm2, xmm9, 78
-    vpxor        xmm2, xmm9, xmm2
-    vpshufd      xmm11, xmm14, 78
-    vpxor        xmm11, xmm14, xmm11
-    vpclmulqdq   xmm2, xmm2, xmm11, 0
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm2, xmm2, xmm3
+    vpshufd      xmm2, xmm14, 78
+    vpxor        xmm2, xmm14, xmm2
+    vpclmulqdq   xmm2, xmm11, xmm2, 0
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm2, xmm0
     vpclmulqdq   xmm11, xmm13, xmm7, 0
-    vmovdqa      [rsp + 768], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm13, xmm7, 17
+    vmovdqa      [rsp + 768], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm13, xmm7, 17
     vmovdqa      [rsp + 800], xmm5                   ; spill
     vpshufd      xmm5, xmm13, 78
     vpxor        xmm5, xmm13, xmm5
@@ -6528,28 +6572,28 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm1, xmm7, 78
     vpxor        xmm1, xmm7, xmm1
     vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm1, xmm3
     vpxor        xmm5, xmm9, xmm13
     vpxor        xmm7, xmm14, xmm7
     vpclmulqdq   xmm9, xmm5, xmm7, 0
     vpclmulqdq   xmm13, xmm5, xmm7, 17
     vpshufd      xmm14, xmm5, 78
-    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm14, xmm5
     vpshufd      xmm14, xmm7, 78
-    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm7, xmm14, xmm7
     vpclmulqdq   xmm5, xmm5, xmm7, 0
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm7, xmm15, xmm9
-    vpxor        xmm7, xmm7, xmm3
+    vpxor        xmm7, xmm7, xmm0
     vpxor        xmm5, xmm2, xmm5
     vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm9, xmm13, xmm0
-    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm9, xmm13, xmm3
+    vpxor        xmm0, xmm9, xmm0
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm12, xmm4
     vmovdqa      xmm9, [rsp + 736]                   ; reload
     vpxor        xmm6, xmm9, xmm6
     vmovdqa      xmm9, [rsp + 704]                   ; reload
@@ -6564,10 +6608,10 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm13, [rsp + 608]                  ; reload
     vpxor        xmm5, xmm13, xmm5
     vpxor        xmm5, xmm5, [rsp + 832]
-    vpxor        xmm3, xmm3, [rsp + 800]
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm0, xmm0, [rsp + 800]
+    vpxor        xmm0, xmm8, xmm0
     vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm3, xmm3, xmm6
     vpslldq      xmm4, xmm11, 8
     vpxor        xmm4, xmm9, xmm4
     vpalignr     xmm6, xmm13, xmm11, 8
@@ -6577,55 +6621,56 @@ kg_gf2m409_ladder_step_avx2:
     vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm2, xmm7, xmm2
     vpalignr     xmm5, xmm1, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm0, xmm0, xmm5
     vmovdqa      xmm5, [rsp + 832]                   ; reload
     vpalignr     xmm1, xmm5, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
     vmovdqa      xmm5, [rsp + 800]                   ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpsllq       xmm5, xmm1, 39
-    vpsrlq       xmm7, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm3, xmm3, xmm13
-    vpsllq       xmm13, xmm3, 39
-    vpsrlq       xmm14, xmm3, 25
-    vpsllq       xmm15, xmm3, 62
+    vpxor        xmm3, xmm5, xmm3
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm7, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm5, xmm1, 39
-    vpsrlq       xmm7, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm7, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm5, xmm13, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm1, xmm1, [rax - 128]
     vmovdqa      xmm2, [rsp + 480]                   ; reload
     vpclmulqdq   xmm5, xmm2, [rsp + 448], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 448], 17
@@ -6648,103 +6693,103 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm13, xmm8, xmm2
     vpxor        xmm15, xmm9, xmm14
-    vmovdqa      [rsp + 800], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm13, xmm15, 0
-    vmovdqa      [rsp + 832], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm13, xmm15, 17
-    vmovdqa      [rsp + 608], xmm1                   ; spill
-    vpshufd      xmm1, xmm13, 78
-    vpxor        xmm1, xmm13, xmm1
+    vmovdqa      [rsp + 800], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm15, 0
+    vmovdqa      [rsp + 832], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm13, xmm15, 17
+    vmovdqa      [rsp + 608], xmm3                   ; spill
+    vpshufd      xmm3, xmm13, 78
+    vpxor        xmm3, xmm13, xmm3
     vpshufd      xmm13, xmm15, 78
     vpxor        xmm13, xmm15, xmm13
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm1, xmm1, xmm0
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm0, xmm5, xmm0
+    vpclmulqdq   xmm3, xmm3, xmm13, 0
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm6
     vmovdqa      xmm6, [rsp + 352]                   ; reload
     vpclmulqdq   xmm10, xmm6, [rsp], 0
     vpclmulqdq   xmm13, xmm6, [rsp], 17
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vmovdqa      [rsp + 640], xmm4                   ; spill
     vpshufd      xmm4, [rsp], 78
-    vmovdqa      [rsp + 672], xmm1                   ; spill
-    vmovdqa      xmm1, [rsp]                         ; reload
-    vpxor        xmm4, xmm1, xmm4
+    vmovdqa      [rsp + 672], xmm3                   ; spill
+    vmovdqa      xmm3, [rsp]                         ; reload
+    vpxor        xmm4, xmm3, xmm4
     vpclmulqdq   xmm4, xmm15, xmm4, 0
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm4, xmm13, xmm4
     vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vmovdqa      [rsp + 704], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 288], 0
+    vmovdqa      [rsp + 704], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 288], 0
     vmovdqa      [rsp + 736], xmm7                   ; spill
-    vpxor        xmm7, xmm6, xmm15
+    vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 864], xmm5                   ; spill
-    vpxor        xmm5, xmm1, [rsp + 288]
+    vpxor        xmm5, xmm3, [rsp + 288]
     vmovdqa      [rsp + 896], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm7, xmm5, 0
     vmovdqa      [rsp + 928], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm7, xmm5, 17
-    vmovdqa      [rsp + 960], xmm3                   ; spill
-    vpshufd      xmm3, xmm7, 78
-    vpxor        xmm3, xmm7, xmm3
+    vmovdqa      [rsp + 960], xmm0                   ; spill
+    vpshufd      xmm0, xmm7, 78
+    vpxor        xmm0, xmm7, xmm0
     vpshufd      xmm7, xmm5, 78
     vpxor        xmm5, xmm5, xmm7
-    vpclmulqdq   xmm3, xmm3, xmm5, 0
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm5, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm0
-    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm0, xmm0, xmm5, 0
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm1
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm1, xmm12, xmm1
     vpxor        xmm2, xmm2, xmm6
     vpxor        xmm6, xmm8, xmm15
-    vpxor        xmm7, xmm9, xmm1
+    vpxor        xmm7, xmm9, xmm3
     vpxor        xmm8, xmm14, [rsp + 288]
     vpclmulqdq   xmm11, xmm2, xmm7, 0
     vpclmulqdq   xmm12, xmm2, xmm7, 17
     vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
+    vpxor        xmm13, xmm13, xmm2
     vpshufd      xmm15, xmm7, 78
-    vpxor        xmm15, xmm7, xmm15
+    vpxor        xmm15, xmm15, xmm7
     vpclmulqdq   xmm13, xmm13, xmm15, 0
     vpxor        xmm13, xmm13, xmm11
     vpxor        xmm13, xmm13, xmm12
     vpclmulqdq   xmm15, xmm6, xmm8, 0
-    vpclmulqdq   xmm1, xmm6, xmm8, 17
+    vpclmulqdq   xmm9, xmm6, xmm8, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
-    vpshufd      xmm9, xmm8, 78
-    vpxor        xmm9, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vpxor        xmm9, xmm9, xmm15
-    vpxor        xmm9, xmm9, xmm1
+    vpxor        xmm14, xmm14, xmm6
+    vpshufd      xmm3, xmm8, 78
+    vpxor        xmm3, xmm8, xmm3
+    vpclmulqdq   xmm3, xmm14, xmm3, 0
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm7, xmm8
+    vpxor        xmm6, xmm8, xmm7
     vpclmulqdq   xmm7, xmm2, xmm6, 0
     vpclmulqdq   xmm8, xmm2, xmm6, 17
     vpshufd      xmm14, xmm2, 78
-    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm14, xmm2
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm6, xmm14, xmm6
     vpclmulqdq   xmm2, xmm2, xmm6, 0
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm6, xmm12, xmm15
     vpxor        xmm7, xmm11, xmm7
     vpxor        xmm7, xmm7, xmm6
     vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm8, xmm8, xmm1
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm6, xmm8, xmm6
     vmovdqa      xmm8, [rsp + 960]                   ; reload
     vpxor        xmm8, xmm8, xmm10
@@ -6763,11 +6808,11 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm7, xmm7, xmm5
     vmovdqa      xmm15, [rsp + 672]                  ; reload
     vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm6, xmm6, xmm0
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm6, xmm6, xmm1
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm9, xmm5
     vpslldq      xmm5, xmm12, 8
     vpxor        xmm5, xmm10, xmm5
     vpalignr     xmm8, xmm15, xmm12, 8
@@ -6775,28 +6820,28 @@ kg_gf2m409_ladder_step_avx2:
     vpalignr     xmm9, xmm13, xmm15, 8
     vpxor        xmm9, xmm11, xmm9
     vpalignr     xmm10, xmm2, xmm13, 8
-    vpxor        xmm7, xmm7, xmm10
-    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 39
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsllq       xmm1, xmm0, 39
     vpsrlq       xmm4, xmm0, 25
     vpsllq       xmm6, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm1, 39
-    vpsrlq       xmm11, xmm1, 25
-    vpsllq       xmm12, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm2, xmm2, xmm13
+    vpxor        xmm2, xmm13, xmm2
     vpsllq       xmm13, xmm2, 39
     vpsrlq       xmm14, xmm2, 25
     vpsllq       xmm15, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, xmm3
     vpxor        xmm3, xmm7, xmm4
     vpxor        xmm3, xmm3, xmm6
     vpalignr     xmm0, xmm0, xmm1, 8
@@ -6814,7 +6859,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpxor        xmm2, xmm10, xmm2
     vpxor        xmm6, xmm9, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm2, xmm5, 8
@@ -6823,183 +6868,183 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm2, xmm6, xmm2
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpand        xmm1, xmm1, [rax - 128]
     vmovdqa      xmm3, [rsp + 768]                   ; reload
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vmovdqa      xmm6, [rsp + 576]                   ; reload
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vmovdqa      xmm8, [rsp + 544]                   ; reload
-    vpclmulqdq   xmm9, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
-    vmovdqa      xmm10, [rsp + 512]                  ; reload
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm8, 39
-    vpsrlq       xmm15, xmm8, 25
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vmovdqa      xmm5, [rsp + 544]                   ; reload
+    vpclmulqdq   xmm6, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vmovdqa      xmm7, [rsp + 576]                   ; reload
+    vpclmulqdq   xmm8, xmm7, xmm7, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vmovdqa      xmm9, [rsp + 512]                   ; reload
+    vpclmulqdq   xmm10, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpsllq       xmm11, xmm3, 39
+    vpsrlq       xmm12, xmm3, 25
+    vpsllq       xmm13, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm15, xmm6, 25
     vmovdqa      [rsp + 512], xmm1                   ; spill
-    vpsllq       xmm1, xmm8, 62
-    vpsrlq       xmm8, xmm8, 2
-    vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpsrldq      xmm2, xmm10, 8
-    vpxor        xmm2, xmm9, xmm2
-    vpsllq       xmm9, xmm2, 39
-    vmovdqa      [rsp + 576], xmm0                   ; spill
+    vpsllq       xmm1, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vmovdqa      [rsp + 576], xmm2                   ; spill
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsllq       xmm5, xmm2, 39
+    vmovdqa      [rsp + 544], xmm0                   ; spill
     vpsrlq       xmm0, xmm2, 25
     vmovdqa      [rsp + 768], xmm4                   ; spill
     vpsllq       xmm4, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm6, xmm6, xmm13
-    vpalignr     xmm10, xmm10, xmm8, 8
-    vpxor        xmm10, xmm6, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm4, xmm10
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
+    vpalignr     xmm3, xmm3, xmm6, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm11, xmm3, 39
+    vpsrlq       xmm12, xmm3, 25
+    vpsllq       xmm13, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm9, xmm9, xmm11
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm0, xmm0, xmm3
     vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm3, xmm7, xmm15
+    vpxor        xmm3, xmm15, xmm7
     vpxor        xmm1, xmm3, xmm1
-    vpslldq      xmm3, xmm9, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm4, xmm2, xmm9, 8
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm9, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
     vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm2, xmm8, xmm2, 8
+    vpalignr     xmm2, xmm6, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm8, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vmovdqa      xmm6, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vmovdqa      xmm8, [rsp]                         ; reload
-    vpclmulqdq   xmm9, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
-    vmovdqa      xmm10, [rsp + 288]                  ; reload
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm8, 39
-    vpsrlq       xmm15, xmm8, 25
-    vmovdqa      [rsp + 288], xmm2                   ; spill
-    vpsllq       xmm2, xmm8, 62
-    vpsrlq       xmm8, xmm8, 2
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpsrldq      xmm1, xmm10, 8
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm1, 39
-    vmovdqa      [rsp + 384], xmm0                   ; spill
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vmovdqa      xmm5, [rsp]                         ; reload
+    vpclmulqdq   xmm6, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vmovdqa      xmm7, [rsp + 384]                   ; reload
+    vpclmulqdq   xmm8, xmm7, xmm7, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vmovdqa      xmm9, [rsp + 448]                   ; reload
+    vpclmulqdq   xmm10, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm15, xmm6, 25
+    vmovdqa      [rsp + 448], xmm2                   ; spill
+    vpsllq       xmm2, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vmovdqa      [rsp + 384], xmm1                   ; spill
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsllq       xmm5, xmm1, 39
+    vmovdqa      [rsp], xmm0                         ; spill
     vpsrlq       xmm0, xmm1, 25
-    vmovdqa      [rsp + 448], xmm3                   ; spill
+    vmovdqa      [rsp + 288], xmm3                   ; spill
     vpsllq       xmm3, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm6, xmm6, xmm13
-    vpalignr     xmm10, xmm10, xmm8, 8
-    vpxor        xmm10, xmm6, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
+    vpalignr     xmm4, xmm4, xmm6, 8
+    vpxor        xmm4, xmm8, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxor        xmm9, xmm9, xmm11
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm0, xmm3
     vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm3, xmm7, xmm15
+    vpxor        xmm3, xmm15, xmm7
     vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm9, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm4, xmm1, xmm9, 8
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm9, xmm3
+    vpalignr     xmm4, xmm1, xmm5, 8
     vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm1, xmm8, xmm1, 8
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm8, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpand        xmm2, xmm2, [rax - 128]
     vmovdqa      xmm4, [rsp + 640]                   ; reload
     vpxor        xmm5, xmm4, [rsp + 768]
     vmovdqa      xmm6, [rsp + 608]                   ; reload
-    vpxor        xmm7, xmm6, [rsp + 576]
+    vpxor        xmm7, xmm6, [rsp + 544]
     vmovdqa      xmm8, [rsp + 832]                   ; reload
-    vpxor        xmm9, xmm8, [rsp + 544]
+    vpxor        xmm9, xmm8, [rsp + 576]
     vmovdqa      xmm10, [rsp + 800]                  ; reload
     vpxor        xmm11, xmm10, [rsp + 512]
-    vpclmulqdq   xmm12, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm13, xmm7, xmm7, 0
-    vpclmulqdq   xmm7, xmm7, xmm7, 17
-    vpclmulqdq   xmm14, xmm9, xmm9, 0
-    vpclmulqdq   xmm9, xmm9, xmm9, 17
     vpclmulqdq   xmm11, xmm11, xmm11, 0
+    vpclmulqdq   xmm12, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm13, xmm7, xmm7, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpclmulqdq   xmm14, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
     vpsllq       xmm15, xmm11, 39
     vpsrlq       xmm10, xmm11, 25
     vpsllq       xmm8, xmm11, 62
     vpsrlq       xmm11, xmm11, 2
-    vpsllq       xmm6, xmm9, 39
-    vpsrlq       xmm4, xmm9, 25
+    vpsllq       xmm6, xmm12, 39
+    vpsrlq       xmm4, xmm12, 25
     vmovdqa      [rsp + 672], xmm2                   ; spill
-    vpsllq       xmm2, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm2, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
     vmovdqa      [rsp + 704], xmm1                   ; spill
     vpsrldq      xmm1, xmm11, 8
-    vpxor        xmm1, xmm14, xmm1
-    vpsllq       xmm14, xmm1, 39
+    vpxor        xmm1, xmm9, xmm1
+    vpsllq       xmm9, xmm1, 39
     vmovdqa      [rsp + 736], xmm0                   ; spill
     vpsrlq       xmm0, xmm1, 25
     vmovdqa      [rsp + 864], xmm3                   ; spill
     vpsllq       xmm3, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm9, xmm15, xmm9
-    vpxor        xmm7, xmm7, xmm10
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm8, xmm11, xmm9, 8
-    vpxor        xmm8, xmm7, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpsllq       xmm10, xmm8, 39
-    vpsrlq       xmm11, xmm8, 25
-    vpsllq       xmm15, xmm8, 62
-    vpsrlq       xmm8, xmm8, 2
-    vpxor        xmm10, xmm12, xmm10
-    vpxor        xmm11, xmm14, xmm11
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm12, xmm15, xmm12
+    vpxor        xmm10, xmm13, xmm10
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm10, xmm11, xmm12, 8
+    vpxor        xmm10, xmm8, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm13, xmm10, 25
+    vpsllq       xmm15, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm9, xmm9, xmm13
+    vpxor        xmm9, xmm9, xmm15
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm3, xmm10, xmm3
     vpxor        xmm0, xmm0, xmm3
     vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm3, xmm13, xmm4
+    vpxor        xmm3, xmm7, xmm4
     vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm11, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm4, xmm1, xmm11, 8
+    vpslldq      xmm3, xmm9, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm4, xmm1, xmm9, 8
     vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm1, xmm9, xmm1, 8
+    vpalignr     xmm1, xmm12, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm9, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpsrldq      xmm2, xmm12, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 864], 0
     vpclmulqdq   xmm6, xmm4, [rsp + 864], 17
     vpshufd      xmm7, xmm4, 78
@@ -7010,7 +7055,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm7, xmm7, xmm8, 0
     vpxor        xmm7, xmm7, xmm5
     vpxor        xmm7, xmm7, xmm6
-    vmovdqa      xmm8, [rsp + 384]                   ; reload
+    vmovdqa      xmm8, [rsp]                         ; reload
     vpclmulqdq   xmm10, xmm8, [rsp + 736], 0
     vpclmulqdq   xmm11, xmm8, [rsp + 736], 17
     vpshufd      xmm12, xmm8, 78
@@ -7021,7 +7066,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm13, xmm4, xmm8
+    vpxor        xmm13, xmm8, xmm4
     vpxor        xmm15, xmm9, xmm14
     vmovdqa      [rsp + 896], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm13, xmm15, 0
@@ -7035,31 +7080,31 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm0, xmm13, 0
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm1, xmm6
-    vmovdqa      xmm6, [rsp]                         ; reload
+    vmovdqa      xmm6, [rsp + 384]                   ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vmovdqa      [rsp + 320], xmm3                   ; spill
     vpshufd      xmm3, [rsp + 704], 78
     vmovdqa      [rsp + 416], xmm0                   ; spill
     vmovdqa      xmm0, [rsp + 704]                   ; reload
     vpxor        xmm3, xmm0, xmm3
     vpclmulqdq   xmm3, xmm15, xmm3, 0
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm3, xmm3, xmm13
-    vmovdqa      xmm15, [rsp + 288]                  ; reload
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm3, xmm13, xmm3
+    vmovdqa      xmm15, [rsp + 448]                  ; reload
     vmovdqa      [rsp + 352], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm15, [rsp + 672], 0
     vmovdqa      [rsp + 480], xmm7                   ; spill
-    vpxor        xmm7, xmm6, xmm15
+    vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 992], xmm5                   ; spill
     vpxor        xmm5, xmm0, [rsp + 672]
     vmovdqa      [rsp + 1024], xmm11                 ; spill
@@ -7072,8 +7117,8 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm7, xmm5, 78
     vpxor        xmm5, xmm5, xmm7
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpxor        xmm2, xmm13, xmm2
     vpxor        xmm5, xmm10, xmm11
     vpxor        xmm5, xmm5, xmm2
@@ -7086,11 +7131,11 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm15, xmm7, xmm12, 0
     vpclmulqdq   xmm6, xmm7, xmm12, 17
     vpshufd      xmm8, xmm7, 78
-    vpxor        xmm8, xmm7, xmm8
+    vpxor        xmm8, xmm8, xmm7
     vpshufd      xmm4, xmm12, 78
     vpxor        xmm4, xmm12, xmm4
     vpclmulqdq   xmm4, xmm8, xmm4, 0
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm4, xmm4, xmm6
     vpclmulqdq   xmm8, xmm11, xmm13, 0
     vpclmulqdq   xmm0, xmm11, xmm13, 17
@@ -7101,22 +7146,22 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm9, xmm14, xmm9, 0
     vpxor        xmm9, xmm9, xmm8
     vpxor        xmm9, xmm9, xmm0
-    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm11, xmm7
     vpxor        xmm11, xmm12, xmm13
     vpclmulqdq   xmm12, xmm7, xmm11, 0
     vpclmulqdq   xmm13, xmm7, xmm11, 17
     vpshufd      xmm14, xmm7, 78
-    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm7, xmm14, xmm7
     vpshufd      xmm14, xmm11, 78
     vpxor        xmm11, xmm11, xmm14
     vpclmulqdq   xmm7, xmm7, xmm11, 0
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm6, xmm8, xmm6
     vpxor        xmm8, xmm15, xmm12
     vpxor        xmm8, xmm8, xmm6
     vpxor        xmm7, xmm4, xmm7
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm11, xmm13, xmm0
     vpxor        xmm6, xmm11, xmm6
     vmovdqa      xmm11, [rsp + 1088]                 ; reload
@@ -7138,7 +7183,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm7, xmm15, xmm7
     vpxor        xmm7, xmm7, xmm1
     vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm3, xmm9, xmm3
     vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm5, xmm13, 8
@@ -7164,7 +7209,7 @@ kg_gf2m409_ladder_step_avx2:
     vpsllq       xmm12, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm6, xmm13, xmm6
     vpsllq       xmm13, xmm6, 39
     vpsrlq       xmm14, xmm6, 25
     vpsllq       xmm15, xmm6, 62
@@ -7187,7 +7232,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm1, xmm5, xmm1
     vpxor        xmm5, xmm8, xmm6
     vpxor        xmm6, xmm10, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm4, 8
     vpxor        xmm3, xmm3, xmm7
     vpalignr     xmm4, xmm5, xmm4, 8
@@ -7196,7 +7241,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm4, xmm6, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpand        xmm0, xmm0, [rax - 128]
     vmovdqa      xmm2, [rsp + 160]                   ; reload
     vpclmulqdq   xmm5, xmm2, [rsp + 864], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 864], 17
@@ -7219,7 +7264,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm13, xmm8, xmm2
     vpxor        xmm15, xmm9, xmm14
     vmovdqa      [rsp + 416], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm13, xmm15, 0
@@ -7233,31 +7278,31 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm3, xmm3, xmm13, 0
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm4, xmm4, xmm6
     vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm1, xmm6
     vmovdqa      xmm6, [rsp + 224]                   ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
+    vpxor        xmm15, xmm15, xmm6
     vmovdqa      [rsp + 992], xmm0                   ; spill
     vpshufd      xmm0, [rsp + 704], 78
     vmovdqa      [rsp + 1024], xmm3                  ; spill
     vmovdqa      xmm3, [rsp + 704]                   ; reload
     vpxor        xmm0, xmm3, xmm0
     vpclmulqdq   xmm0, xmm15, xmm0, 0
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm13, xmm0
     vmovdqa      xmm15, [rsp + 256]                  ; reload
     vmovdqa      [rsp + 1056], xmm4                  ; spill
     vpclmulqdq   xmm4, xmm15, [rsp + 672], 0
     vmovdqa      [rsp + 1088], xmm7                  ; spill
-    vpxor        xmm7, xmm6, xmm15
+    vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 1120], xmm5                  ; spill
     vpxor        xmm5, xmm3, [rsp + 672]
     vmovdqa      [rsp + 1152], xmm11                 ; spill
@@ -7270,8 +7315,8 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm7, xmm5, 78
     vpxor        xmm5, xmm5, xmm7
     vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpxor        xmm4, xmm13, xmm4
     vpxor        xmm5, xmm10, xmm11
     vpxor        xmm5, xmm5, xmm4
@@ -7284,18 +7329,18 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm2, xmm3, 0
     vpclmulqdq   xmm9, xmm2, xmm3, 17
     vpshufd      xmm11, xmm2, 78
-    vpxor        xmm11, xmm2, xmm11
+    vpxor        xmm11, xmm11, xmm2
     vpshufd      xmm12, xmm3, 78
-    vpxor        xmm12, xmm3, xmm12
+    vpxor        xmm12, xmm12, xmm3
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpxor        xmm11, xmm11, xmm8
     vpxor        xmm11, xmm11, xmm9
     vpclmulqdq   xmm12, xmm6, xmm7, 0
     vpclmulqdq   xmm13, xmm6, xmm7, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm15, xmm7, 78
-    vpxor        xmm15, xmm7, xmm15
+    vpxor        xmm15, xmm15, xmm7
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
@@ -7304,9 +7349,9 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm6, xmm2, xmm3, 0
     vpclmulqdq   xmm7, xmm2, xmm3, 17
     vpshufd      xmm15, xmm2, 78
-    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm2, xmm15, xmm2
     vpshufd      xmm15, xmm3, 78
-    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm3, xmm15, xmm3
     vpclmulqdq   xmm2, xmm2, xmm3, 0
     vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm7
@@ -7314,11 +7359,11 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm6, xmm6, xmm3
     vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm2, xmm14, xmm2
+    vpxor        xmm7, xmm13, xmm7
     vpxor        xmm3, xmm7, xmm3
     vmovdqa      xmm7, [rsp + 1216]                  ; reload
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vmovdqa      xmm9, [rsp + 1184]                  ; reload
     vpxor        xmm0, xmm9, xmm0
     vmovdqa      xmm9, [rsp + 1152]                  ; reload
@@ -7346,7 +7391,7 @@ kg_gf2m409_ladder_step_avx2:
     vpalignr     xmm10, xmm11, xmm15, 8
     vpxor        xmm8, xmm8, xmm10
     vpalignr     xmm10, xmm2, xmm11, 8
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpalignr     xmm2, xmm0, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
     vpalignr     xmm0, xmm1, xmm0, 8
@@ -7362,7 +7407,7 @@ kg_gf2m409_ladder_step_avx2:
     vpsllq       xmm12, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm2, xmm2, xmm13
+    vpxor        xmm2, xmm13, xmm2
     vpsllq       xmm13, xmm2, 39
     vpsrlq       xmm14, xmm2, 25
     vpsllq       xmm15, xmm2, 62
@@ -7385,7 +7430,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm1, xmm6, xmm1
     vpxor        xmm2, xmm10, xmm2
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm2, xmm5, 8
@@ -7394,69 +7439,69 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm2, xmm6, xmm2
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm3, [rsp + 448]                   ; reload
+    vpand        xmm0, xmm0, [rax - 128]
+    vmovdqa      xmm3, [rsp + 288]                   ; reload
     vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vpxor        xmm1, xmm4, xmm1
     vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vmovdqa      xmm4, [rsp + 384]                   ; reload
     vpxor        xmm2, xmm4, xmm2
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
     vpxor        xmm0, xmm4, xmm0
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpsllq       xmm7, xmm0, 39
     vpsrlq       xmm8, xmm0, 25
     vpsllq       xmm9, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm2, xmm13, xmm2
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm5, xmm0
     vpsrldq      xmm0, xmm0, 8
     vpsllq       xmm7, xmm0, 39
     vpsrlq       xmm8, xmm0, 25
     vpsllq       xmm9, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
     vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm2, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm6, xmm2, [rsp + 320], 17
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 320], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 320], 17
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
     vpshufd      xmm8, [rsp + 320], 78
     vmovdqa      xmm9, [rsp + 320]                   ; reload
     vpxor        xmm8, xmm9, xmm8
@@ -7474,47 +7519,47 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm13, xmm8, xmm4
     vpxor        xmm15, xmm9, xmm14
-    vmovdqa      [rsp + 288], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm13, xmm15, 0
-    vmovdqa      [rsp], xmm0                         ; spill
+    vmovdqa      [rsp + 448], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm15, 0
+    vmovdqa      [rsp + 384], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm13, xmm15, 17
-    vmovdqa      [rsp + 384], xmm4                   ; spill
-    vpshufd      xmm4, xmm13, 78
-    vpxor        xmm4, xmm13, xmm4
+    vmovdqa      [rsp], xmm3                         ; spill
+    vpshufd      xmm3, xmm13, 78
+    vpxor        xmm3, xmm13, xmm3
     vpshufd      xmm13, xmm15, 78
     vpxor        xmm13, xmm15, xmm13
-    vpclmulqdq   xmm4, xmm4, xmm13, 0
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm0, xmm0, xmm11
+    vpclmulqdq   xmm3, xmm3, xmm13, 0
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm6
     vmovdqa      xmm6, [rsp + 96]                    ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 928], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 928], 17
     vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm6, xmm15
-    vmovdqa      [rsp + 448], xmm1                   ; spill
-    vpshufd      xmm1, [rsp + 928], 78
-    vmovdqa      [rsp + 1024], xmm4                  ; spill
-    vmovdqa      xmm4, [rsp + 928]                   ; reload
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm1, xmm15, xmm1, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm15, xmm15, xmm6
+    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vpshufd      xmm2, [rsp + 928], 78
+    vmovdqa      [rsp + 1024], xmm3                  ; spill
+    vmovdqa      xmm3, [rsp + 928]                   ; reload
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm2, xmm15, xmm2, 0
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm2, xmm13, xmm2
     vmovdqa      xmm15, [rsp + 128]                  ; reload
-    vmovdqa      [rsp + 1056], xmm3                  ; spill
-    vpclmulqdq   xmm3, xmm15, [rsp + 896], 0
+    vmovdqa      [rsp + 1056], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 896], 0
     vmovdqa      [rsp + 1088], xmm7                  ; spill
-    vpxor        xmm7, xmm6, xmm15
+    vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 1120], xmm5                  ; spill
-    vpxor        xmm5, xmm4, [rsp + 896]
+    vpxor        xmm5, xmm3, [rsp + 896]
     vmovdqa      [rsp + 1152], xmm11                 ; spill
     vpclmulqdq   xmm11, xmm7, xmm5, 0
     vmovdqa      [rsp + 1184], xmm12                 ; spill
@@ -7525,57 +7570,57 @@ kg_gf2m409_ladder_step_avx2:
     vpshufd      xmm7, xmm5, 78
     vpxor        xmm5, xmm5, xmm7
     vpclmulqdq   xmm0, xmm0, xmm5, 0
-    vpxor        xmm0, xmm0, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm1, xmm13, xmm1
     vpxor        xmm5, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm5, xmm5, xmm1
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm4, xmm4, xmm6
     vpxor        xmm6, xmm8, xmm15
-    vpxor        xmm7, xmm9, xmm4
+    vpxor        xmm7, xmm9, xmm3
     vpxor        xmm8, xmm14, [rsp + 896]
-    vpclmulqdq   xmm11, xmm2, xmm7, 0
-    vpclmulqdq   xmm12, xmm2, xmm7, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
+    vpclmulqdq   xmm11, xmm4, xmm7, 0
+    vpclmulqdq   xmm12, xmm4, xmm7, 17
+    vpshufd      xmm13, xmm4, 78
+    vpxor        xmm13, xmm13, xmm4
     vpshufd      xmm15, xmm7, 78
-    vpxor        xmm15, xmm7, xmm15
+    vpxor        xmm15, xmm15, xmm7
     vpclmulqdq   xmm13, xmm13, xmm15, 0
     vpxor        xmm13, xmm13, xmm11
     vpxor        xmm13, xmm13, xmm12
     vpclmulqdq   xmm15, xmm6, xmm8, 0
-    vpclmulqdq   xmm4, xmm6, xmm8, 17
+    vpclmulqdq   xmm3, xmm6, xmm8, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm9, xmm8, 78
     vpxor        xmm9, xmm8, xmm9
     vpclmulqdq   xmm9, xmm14, xmm9, 0
     vpxor        xmm9, xmm9, xmm15
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm7, xmm8
-    vpclmulqdq   xmm7, xmm2, xmm6, 0
-    vpclmulqdq   xmm8, xmm2, xmm6, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm9, xmm9, xmm3
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm6, xmm8, xmm7
+    vpclmulqdq   xmm7, xmm4, xmm6, 0
+    vpclmulqdq   xmm8, xmm4, xmm6, 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm4, xmm14, xmm4
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm6, xmm6, xmm14
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm6, xmm14, xmm6
+    vpclmulqdq   xmm4, xmm4, xmm6, 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm4, xmm8, xmm4
     vpxor        xmm6, xmm12, xmm15
     vpxor        xmm7, xmm11, xmm7
     vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm8, xmm8, xmm3
     vpxor        xmm6, xmm8, xmm6
     vmovdqa      xmm8, [rsp + 1216]                  ; reload
     vpxor        xmm8, xmm8, xmm10
     vmovdqa      xmm10, [rsp + 1184]                 ; reload
-    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm10, xmm2
     vmovdqa      xmm10, [rsp + 1152]                 ; reload
     vpxor        xmm5, xmm10, xmm5
     vmovdqa      xmm10, [rsp + 1120]                 ; reload
@@ -7583,75 +7628,75 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm12, [rsp + 1088]                 ; reload
     vpxor        xmm13, xmm12, xmm13
-    vpxor        xmm13, xmm13, xmm1
+    vpxor        xmm13, xmm13, xmm2
     vmovdqa      xmm14, [rsp + 1056]                 ; reload
     vpxor        xmm7, xmm14, xmm7
     vpxor        xmm7, xmm7, xmm5
     vmovdqa      xmm15, [rsp + 1024]                 ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm15, xmm4
+    vpxor        xmm4, xmm4, xmm0
+    vpxor        xmm6, xmm6, xmm1
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm3, xmm3, xmm5
     vmovdqa      xmm5, [rsp + 640]                   ; reload
     vpclmulqdq   xmm8, xmm5, [rsp + 768], 0
     vpclmulqdq   xmm9, xmm5, [rsp + 768], 17
-    vmovdqa      [rsp + 1152], xmm3                  ; spill
-    vpshufd      xmm3, xmm5, 78
-    vpxor        xmm3, xmm5, xmm3
+    vmovdqa      [rsp + 1152], xmm1                  ; spill
+    vpshufd      xmm1, xmm5, 78
+    vpxor        xmm1, xmm5, xmm1
     vmovdqa      [rsp + 1184], xmm0                  ; spill
     vpshufd      xmm0, [rsp + 768], 78
-    vmovdqa      [rsp + 1216], xmm4                  ; spill
-    vmovdqa      xmm4, [rsp + 768]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vmovdqa      xmm3, [rsp + 608]                   ; reload
-    vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm3, [rsp + 576], 0
+    vmovdqa      [rsp + 1216], xmm3                  ; spill
+    vmovdqa      xmm3, [rsp + 768]                   ; reload
+    vpxor        xmm0, xmm3, xmm0
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm0, xmm9, xmm0
+    vmovdqa      xmm1, [rsp + 608]                   ; reload
+    vmovdqa      [rsp + 128], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm1, [rsp + 544], 0
     vmovdqa      [rsp + 64], xmm6                    ; spill
-    vpclmulqdq   xmm6, xmm3, [rsp + 576], 17
-    vmovdqa      [rsp + 96], xmm2                    ; spill
-    vpshufd      xmm2, xmm3, 78
-    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm6, xmm1, [rsp + 544], 17
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpshufd      xmm4, xmm1, 78
+    vpxor        xmm4, xmm1, xmm4
     vmovdqa      [rsp + 32], xmm7                    ; spill
-    vpshufd      xmm7, [rsp + 576], 78
+    vpshufd      xmm7, [rsp + 544], 78
     vmovdqa      [rsp + 672], xmm13                  ; spill
-    vmovdqa      xmm13, [rsp + 576]                  ; reload
+    vmovdqa      xmm13, [rsp + 544]                  ; reload
     vpxor        xmm7, xmm13, xmm7
-    vpclmulqdq   xmm2, xmm2, xmm7, 0
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm7, xmm5, xmm3
+    vpclmulqdq   xmm4, xmm4, xmm7, 0
+    vpxor        xmm4, xmm4, xmm2
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm7, xmm5, xmm1
     vmovdqa      [rsp + 736], xmm11                  ; spill
-    vpxor        xmm11, xmm4, xmm13
+    vpxor        xmm11, xmm13, xmm3
     vpclmulqdq   xmm15, xmm7, xmm11, 0
     vpclmulqdq   xmm14, xmm7, xmm11, 17
     vpshufd      xmm12, xmm7, 78
-    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm12, xmm7
     vpshufd      xmm12, xmm11, 78
     vpxor        xmm11, xmm11, xmm12
     vpclmulqdq   xmm7, xmm7, xmm11, 0
-    vpxor        xmm7, xmm7, xmm15
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm7, xmm15, xmm7
+    vpxor        xmm7, xmm14, xmm7
+    vpxor        xmm2, xmm9, xmm2
     vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm9, xmm9, xmm1
+    vpxor        xmm9, xmm9, xmm2
     vpxor        xmm7, xmm0, xmm7
-    vpxor        xmm7, xmm7, xmm2
+    vpxor        xmm7, xmm7, xmm4
     vpxor        xmm11, xmm14, xmm6
-    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm2, xmm11, xmm2
     vmovdqa      xmm11, [rsp + 832]                  ; reload
-    vpclmulqdq   xmm12, xmm11, [rsp + 544], 0
-    vpclmulqdq   xmm14, xmm11, [rsp + 544], 17
+    vpclmulqdq   xmm12, xmm11, [rsp + 576], 0
+    vpclmulqdq   xmm14, xmm11, [rsp + 576], 17
     vpshufd      xmm15, xmm11, 78
     vpxor        xmm15, xmm11, xmm15
-    vpshufd      xmm10, [rsp + 544], 78
+    vpshufd      xmm10, [rsp + 576], 78
     vmovdqa      [rsp + 704], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 544]                   ; reload
-    vpxor        xmm10, xmm7, xmm10
+    vmovdqa      xmm7, [rsp + 576]                   ; reload
+    vpxor        xmm10, xmm10, xmm7
     vpclmulqdq   xmm10, xmm15, xmm10, 0
     vpxor        xmm10, xmm10, xmm12
     vpxor        xmm10, xmm10, xmm14
@@ -7664,63 +7709,63 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm8, xmm7, [rsp + 512]
     vmovdqa      [rsp + 224], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm0, xmm8, 0
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm0, xmm8, 17
-    vmovdqa      [rsp + 1248], xmm1                  ; spill
-    vpshufd      xmm1, xmm0, 78
-    vpxor        xmm0, xmm0, xmm1
-    vpshufd      xmm1, xmm8, 78
-    vpxor        xmm1, xmm8, xmm1
-    vpclmulqdq   xmm0, xmm0, xmm1, 0
-    vpxor        xmm0, xmm0, xmm6
+    vmovdqa      [rsp + 160], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm0, xmm8, 17
+    vmovdqa      [rsp + 1248], xmm2                  ; spill
+    vpshufd      xmm2, xmm0, 78
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm1, xmm14, xmm9
+    vpshufd      xmm2, xmm8, 78
+    vpxor        xmm2, xmm8, xmm2
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm2, xmm14, xmm9
     vpxor        xmm6, xmm12, xmm6
-    vpxor        xmm6, xmm6, xmm1
+    vpxor        xmm6, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm5, xmm11
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm4, xmm11, xmm5
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm5, xmm13, [rsp + 512]
-    vpclmulqdq   xmm7, xmm2, xmm4, 0
-    vpclmulqdq   xmm8, xmm2, xmm4, 17
-    vpshufd      xmm9, xmm2, 78
-    vpxor        xmm9, xmm2, xmm9
-    vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
+    vpclmulqdq   xmm7, xmm4, xmm3, 0
+    vpclmulqdq   xmm8, xmm4, xmm3, 17
+    vpshufd      xmm9, xmm4, 78
+    vpxor        xmm9, xmm9, xmm4
+    vpshufd      xmm11, xmm3, 78
+    vpxor        xmm11, xmm11, xmm3
     vpclmulqdq   xmm9, xmm9, xmm11, 0
     vpxor        xmm9, xmm9, xmm7
     vpxor        xmm9, xmm9, xmm8
-    vpclmulqdq   xmm11, xmm3, xmm5, 0
-    vpclmulqdq   xmm13, xmm3, xmm5, 17
-    vpshufd      xmm14, xmm3, 78
-    vpxor        xmm14, xmm3, xmm14
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm13, xmm1, xmm5, 17
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm14, xmm1
     vpshufd      xmm15, xmm5, 78
-    vpxor        xmm15, xmm5, xmm15
+    vpxor        xmm15, xmm15, xmm5
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm11
     vpxor        xmm14, xmm14, xmm13
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm4, xmm5
-    vpclmulqdq   xmm4, xmm2, xmm3, 0
-    vpclmulqdq   xmm5, xmm2, xmm3, 17
-    vpshufd      xmm15, xmm2, 78
-    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm5
+    vpclmulqdq   xmm4, xmm1, xmm3, 0
+    vpclmulqdq   xmm5, xmm1, xmm3, 17
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm15, xmm1
     vpshufd      xmm15, xmm3, 78
-    vpxor        xmm3, xmm3, xmm15
-    vpclmulqdq   xmm2, xmm2, xmm3, 0
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm3, xmm15, xmm3
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm1, xmm1, xmm5
     vpxor        xmm3, xmm8, xmm11
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm5, xmm5, xmm13
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm5, xmm13, xmm5
     vpxor        xmm3, xmm5, xmm3
     vmovdqa      xmm5, [rsp + 1248]                  ; reload
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vmovdqa      xmm8, [rsp + 160]                   ; reload
     vpxor        xmm8, xmm8, xmm10
     vmovdqa      xmm10, [rsp + 224]                  ; reload
@@ -7735,9 +7780,9 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm4, xmm12, xmm4
     vpxor        xmm4, xmm4, xmm6
     vmovdqa      xmm15, [rsp + 704]                  ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm3, xmm3, xmm2
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm5, xmm14, xmm8
     vpxor        xmm6, xmm13, xmm6
@@ -7756,7 +7801,7 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm13, [rsp + 32]                   ; reload
     vpxor        xmm4, xmm13, xmm4
     vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm1, xmm13, xmm1
     vmovdqa      xmm13, [rsp + 64]                   ; reload
     vpxor        xmm3, xmm13, xmm3
     vmovdqa      xmm13, [rsp + 128]                  ; reload
@@ -7766,22 +7811,22 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm13, [rsp + 1184]                 ; reload
     vpxor        xmm0, xmm13, xmm0
     vmovdqa      xmm13, [rsp + 1152]                 ; reload
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm13, xmm2
     vpslldq      xmm13, xmm10, 8
     vpxor        xmm8, xmm8, xmm13
     vpalignr     xmm10, xmm12, xmm10, 8
     vpxor        xmm10, xmm11, xmm10
     vpalignr     xmm11, xmm9, xmm12, 8
-    vpxor        xmm7, xmm7, xmm11
-    vpalignr     xmm9, xmm2, xmm9, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm2, xmm5, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm9, xmm1, xmm9, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm1, xmm5, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
     vpalignr     xmm3, xmm0, xmm5, 8
     vpxor        xmm3, xmm6, xmm3
     vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
+    vpxor        xmm0, xmm2, xmm0
+    vpsllq       xmm2, xmm0, 39
     vpsrlq       xmm5, xmm0, 25
     vpsllq       xmm6, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
@@ -7790,15 +7835,15 @@ kg_gf2m409_ladder_step_avx2:
     vpsllq       xmm12, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm2, xmm2, xmm3
     vpxor        xmm3, xmm4, xmm5
     vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm0, xmm0, xmm1, 8
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm3, xmm0
     vpsrldq      xmm0, xmm0, 8
     vpsllq       xmm4, xmm0, 39
@@ -7811,35 +7856,36 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm6, xmm10, xmm14
     vpxor        xmm0, xmm15, xmm0
     vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm6, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm6, xmm11, xmm7
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm2, xmm5, 8
+    vpalignr     xmm5, xmm1, xmm5, 8
     vpxor        xmm0, xmm0, xmm5
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm3, [rsp + 448]                   ; reload
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm3, [rsp + 288]                   ; reload
     vpsrlq       xmm5, xmm3, 25
     vpsllq       xmm6, xmm5, 23
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
     vpunpcklqdq  xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp + 384]                   ; reload
+    vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm5, xmm6, xmm5
     vmovdqu      [rdi], xmm5
-    vmovdqa      xmm5, [rsp]                         ; reload
+    vmovdqa      xmm5, [rsp + 384]                   ; reload
     vmovdqu      [rdi + 16], xmm5
-    vmovdqa      xmm5, [rsp + 288]                   ; reload
+    vmovdqa      xmm5, [rsp + 448]                   ; reload
     vmovdqu      [rdi + 32], xmm5
     vmovq        qword [rdi + 48], xmm3
     vmovdqa      xmm3, [rsp + 992]                   ; reload
     vpsrlq       xmm5, xmm3, 25
     vpsllq       xmm6, xmm5, 23
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpand        xmm3, xmm3, [rax - 128]
     vpunpcklqdq  xmm5, xmm5, xmm6
     vmovdqa      xmm6, [rsp + 480]                   ; reload
     vpxor        xmm5, xmm6, xmm5
@@ -7849,19 +7895,19 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm5, [rsp + 416]                   ; reload
     vmovdqu      [rdi + 88], xmm5
     vmovq        qword [rdi + 104], xmm3
-    vpsrlq       xmm3, xmm1, 25
+    vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpand        xmm2, xmm2, [rax - 128]
     vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
     vmovdqu      [rdi + 112], xmm3
     vmovdqu      [rdi + 128], xmm0
-    vmovdqu      [rdi + 144], xmm2
-    vmovq        qword [rdi + 160], xmm1
+    vmovdqu      [rdi + 144], xmm1
+    vmovq        qword [rdi + 160], xmm2
     vmovdqa      xmm0, [rsp + 896]                   ; reload
     vpsrlq       xmm1, xmm0, 25
     vpsllq       xmm2, xmm1, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpand        xmm0, xmm0, [rax - 128]
     vpunpcklqdq  xmm1, xmm1, xmm2
     vmovdqa      xmm2, [rsp + 320]                   ; reload
     vpxor        xmm1, xmm2, xmm1
@@ -7886,7 +7932,7 @@ kg_gf2m409_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
 align 32
@@ -7949,20 +7995,20 @@ kg_gf2m409_ladder_step2_avx2:
     vpbroadcastq ymm8, qword [r8]
     vpxor        ymm9, ymm0, ymm4
     vpand        ymm9, ymm9, ymm8
-    vpxor        ymm0, ymm0, ymm9
-    vpxor        ymm4, ymm4, ymm9
+    vpxor        ymm0, ymm9, ymm0
+    vpxor        ymm4, ymm9, ymm4
     vpxor        ymm9, ymm1, ymm5
     vpand        ymm9, ymm9, ymm8
-    vpxor        ymm1, ymm1, ymm9
-    vpxor        ymm5, ymm5, ymm9
+    vpxor        ymm1, ymm9, ymm1
+    vpxor        ymm5, ymm9, ymm5
     vpxor        ymm9, ymm2, ymm6
     vpand        ymm9, ymm9, ymm8
-    vpxor        ymm2, ymm2, ymm9
-    vpxor        ymm6, ymm6, ymm9
+    vpxor        ymm2, ymm9, ymm2
+    vpxor        ymm6, ymm9, ymm6
     vpxor        ymm9, ymm3, ymm7
     vpand        ymm8, ymm9, ymm8
-    vpxor        ymm3, ymm3, ymm8
-    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm3, ymm8, ymm3
+    vpxor        ymm7, ymm8, ymm7
     vperm2i128   ymm8, ymm0, ymm4, 32
     vperm2i128   ymm9, ymm1, ymm5, 32
     vperm2i128   ymm10, ymm2, ymm6, 32
@@ -7976,75 +8022,75 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm14, ymm8, 78
     vpxor        ymm14, ymm8, ymm14
     vpshufd      ymm15, ymm4, 78
-    vpxor        ymm15, ymm4, ymm15
+    vpxor        ymm15, ymm15, ymm4
     vpclmulqdq   ymm14, ymm14, ymm15, 0
     vpxor        ymm14, ymm14, ymm12
     vpxor        ymm14, ymm14, ymm13
     vpclmulqdq   ymm15, ymm9, ymm5, 0
-    vmovdqa      [rsp], ymm3                         ; spill
-    vpclmulqdq   ymm3, ymm9, ymm5, 17
-    vmovdqa      [rsp + 288], ymm2                   ; spill
-    vpshufd      ymm2, ymm9, 78
-    vpxor        ymm2, ymm9, ymm2
-    vmovdqa      [rsp + 320], ymm1                   ; spill
-    vpshufd      ymm1, ymm5, 78
-    vpxor        ymm1, ymm5, ymm1
-    vpclmulqdq   ymm1, ymm2, ymm1, 0
-    vpxor        ymm1, ymm1, ymm15
-    vpxor        ymm1, ymm1, ymm3
+    vmovdqa      [rsp], ymm0                         ; spill
+    vpclmulqdq   ymm0, ymm9, ymm5, 17
+    vmovdqa      [rsp + 288], ymm1                   ; spill
+    vpshufd      ymm1, ymm9, 78
+    vpxor        ymm1, ymm9, ymm1
+    vmovdqa      [rsp + 320], ymm2                   ; spill
+    vpshufd      ymm2, ymm5, 78
+    vpxor        ymm2, ymm5, ymm2
+    vpclmulqdq   ymm1, ymm1, ymm2, 0
+    vpxor        ymm1, ymm15, ymm1
+    vpxor        ymm1, ymm1, ymm0
     vpxor        ymm2, ymm8, ymm9
-    vmovdqa      [rsp + 352], ymm0                   ; spill
-    vpxor        ymm0, ymm4, ymm5
+    vmovdqa      [rsp + 352], ymm3                   ; spill
+    vpxor        ymm3, ymm4, ymm5
     vmovdqa      [rsp + 384], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm2, ymm0, 0
+    vpclmulqdq   ymm5, ymm2, ymm3, 0
     vmovdqa      [rsp + 416], ymm4                   ; spill
-    vpclmulqdq   ymm4, ymm2, ymm0, 17
+    vpclmulqdq   ymm4, ymm2, ymm3, 17
     vmovdqa      [rsp + 448], ymm9                   ; spill
     vpshufd      ymm9, ymm2, 78
-    vpxor        ymm2, ymm2, ymm9
-    vpshufd      ymm9, ymm0, 78
-    vpxor        ymm0, ymm0, ymm9
-    vpclmulqdq   ymm0, ymm2, ymm0, 0
-    vpxor        ymm0, ymm0, ymm5
-    vpxor        ymm0, ymm0, ymm4
-    vpxor        ymm2, ymm13, ymm15
+    vpxor        ymm2, ymm9, ymm2
+    vpshufd      ymm9, ymm3, 78
+    vpxor        ymm3, ymm9, ymm3
+    vpclmulqdq   ymm2, ymm2, ymm3, 0
+    vpxor        ymm2, ymm2, ymm5
+    vpxor        ymm2, ymm2, ymm4
+    vpxor        ymm3, ymm13, ymm15
     vpxor        ymm5, ymm12, ymm5
-    vpxor        ymm5, ymm5, ymm2
-    vpxor        ymm0, ymm14, ymm0
-    vpxor        ymm0, ymm0, ymm1
-    vpxor        ymm4, ymm4, ymm3
-    vpxor        ymm2, ymm4, ymm2
+    vpxor        ymm5, ymm5, ymm3
+    vpxor        ymm2, ymm14, ymm2
+    vpxor        ymm2, ymm2, ymm1
+    vpxor        ymm4, ymm4, ymm0
+    vpxor        ymm3, ymm4, ymm3
     vpclmulqdq   ymm4, ymm10, ymm6, 0
     vpclmulqdq   ymm9, ymm10, ymm6, 17
     vpshufd      ymm13, ymm10, 78
     vpxor        ymm13, ymm10, ymm13
     vpshufd      ymm15, ymm6, 78
-    vpxor        ymm15, ymm6, ymm15
+    vpxor        ymm15, ymm15, ymm6
     vpclmulqdq   ymm13, ymm13, ymm15, 0
     vpxor        ymm13, ymm13, ymm4
     vpxor        ymm13, ymm13, ymm9
     vpclmulqdq   ymm15, ymm11, ymm7, 0
-    vmovdqa      [rsp + 480], ymm0                   ; spill
-    vpxor        ymm0, ymm10, ymm11
+    vmovdqa      [rsp + 480], ymm2                   ; spill
+    vpxor        ymm2, ymm10, ymm11
     vmovdqa      [rsp + 512], ymm5                   ; spill
     vpxor        ymm5, ymm6, ymm7
     vmovdqa      [rsp + 544], ymm14                  ; spill
-    vpclmulqdq   ymm14, ymm0, ymm5, 0
+    vpclmulqdq   ymm14, ymm2, ymm5, 0
     vmovdqa      [rsp + 576], ymm12                  ; spill
-    vpclmulqdq   ymm12, ymm0, ymm5, 17
-    vmovdqa      [rsp + 608], ymm3                   ; spill
-    vpshufd      ymm3, ymm0, 78
-    vpxor        ymm0, ymm0, ymm3
-    vpshufd      ymm3, ymm5, 78
-    vpxor        ymm3, ymm5, ymm3
-    vpclmulqdq   ymm0, ymm0, ymm3, 0
-    vpxor        ymm0, ymm0, ymm14
-    vpxor        ymm0, ymm0, ymm12
-    vpxor        ymm3, ymm9, ymm15
-    vpxor        ymm5, ymm4, ymm14
-    vpxor        ymm5, ymm5, ymm3
+    vpclmulqdq   ymm12, ymm2, ymm5, 17
+    vmovdqa      [rsp + 608], ymm0                   ; spill
+    vpshufd      ymm0, ymm2, 78
+    vpxor        ymm0, ymm2, ymm0
+    vpshufd      ymm2, ymm5, 78
+    vpxor        ymm2, ymm5, ymm2
+    vpclmulqdq   ymm0, ymm0, ymm2, 0
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm0, ymm12, ymm0
+    vpxor        ymm2, ymm9, ymm15
+    vpxor        ymm5, ymm14, ymm4
+    vpxor        ymm5, ymm5, ymm2
     vpxor        ymm0, ymm13, ymm0
-    vpxor        ymm3, ymm12, ymm3
+    vpxor        ymm2, ymm12, ymm2
     vpxor        ymm8, ymm8, ymm10
     vmovdqa      ymm9, [rsp + 448]                   ; reload
     vpxor        ymm9, ymm9, ymm11
@@ -8057,46 +8103,46 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm12, ymm8, 78
     vpxor        ymm12, ymm8, ymm12
     vpshufd      ymm14, ymm6, 78
-    vpxor        ymm14, ymm6, ymm14
+    vpxor        ymm14, ymm14, ymm6
     vpclmulqdq   ymm12, ymm12, ymm14, 0
     vpxor        ymm12, ymm12, ymm10
     vpxor        ymm12, ymm12, ymm11
     vpclmulqdq   ymm14, ymm9, ymm7, 0
     vpclmulqdq   ymm15, ymm9, ymm7, 17
-    vmovdqa      [rsp + 384], ymm3                   ; spill
-    vpshufd      ymm3, ymm9, 78
-    vpxor        ymm3, ymm9, ymm3
+    vmovdqa      [rsp + 384], ymm2                   ; spill
+    vpshufd      ymm2, ymm9, 78
+    vpxor        ymm2, ymm9, ymm2
     vmovdqa      [rsp + 416], ymm0                   ; spill
     vpshufd      ymm0, ymm7, 78
     vpxor        ymm0, ymm7, ymm0
-    vpclmulqdq   ymm0, ymm3, ymm0, 0
-    vpxor        ymm0, ymm0, ymm14
-    vpxor        ymm0, ymm0, ymm15
-    vpxor        ymm3, ymm8, ymm9
+    vpclmulqdq   ymm0, ymm2, ymm0, 0
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm0, ymm15, ymm0
+    vpxor        ymm2, ymm8, ymm9
     vpxor        ymm6, ymm6, ymm7
-    vpclmulqdq   ymm7, ymm3, ymm6, 0
-    vpclmulqdq   ymm8, ymm3, ymm6, 17
-    vpshufd      ymm9, ymm3, 78
-    vpxor        ymm3, ymm3, ymm9
+    vpclmulqdq   ymm7, ymm2, ymm6, 0
+    vpclmulqdq   ymm8, ymm2, ymm6, 17
+    vpshufd      ymm9, ymm2, 78
+    vpxor        ymm2, ymm9, ymm2
     vpshufd      ymm9, ymm6, 78
-    vpxor        ymm6, ymm6, ymm9
-    vpclmulqdq   ymm3, ymm3, ymm6, 0
-    vpxor        ymm3, ymm3, ymm7
-    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm6, ymm9, ymm6
+    vpclmulqdq   ymm2, ymm2, ymm6, 0
+    vpxor        ymm2, ymm2, ymm7
+    vpxor        ymm2, ymm8, ymm2
     vpxor        ymm6, ymm11, ymm14
     vpxor        ymm7, ymm10, ymm7
     vpxor        ymm7, ymm7, ymm6
-    vpxor        ymm3, ymm12, ymm3
-    vpxor        ymm3, ymm3, ymm0
+    vpxor        ymm2, ymm12, ymm2
+    vpxor        ymm2, ymm2, ymm0
     vpxor        ymm8, ymm8, ymm15
     vpxor        ymm6, ymm8, ymm6
-    vpxor        ymm2, ymm2, ymm4
-    vpxor        ymm1, ymm1, ymm13
+    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm1, ymm13, ymm1
     vmovdqa      ymm4, [rsp + 608]                   ; reload
     vpxor        ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 576]                   ; reload
-    vpxor        ymm8, ymm5, ymm10
-    vpxor        ymm8, ymm8, ymm2
+    vpxor        ymm8, ymm10, ymm5
+    vpxor        ymm8, ymm8, ymm3
     vmovdqa      ymm9, [rsp + 544]                   ; reload
     vpxor        ymm10, ymm9, ymm12
     vpxor        ymm10, ymm10, ymm1
@@ -8104,10 +8150,10 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm7, ymm11, ymm7
     vpxor        ymm7, ymm7, ymm4
     vmovdqa      ymm12, [rsp + 480]                  ; reload
-    vpxor        ymm3, ymm12, ymm3
-    vpxor        ymm3, ymm3, [rsp + 416]
+    vpxor        ymm2, ymm12, ymm2
+    vpxor        ymm2, ymm2, [rsp + 416]
     vpxor        ymm6, ymm6, [rsp + 384]
-    vpxor        ymm2, ymm6, ymm2
+    vpxor        ymm3, ymm6, ymm3
     vpxor        ymm0, ymm0, ymm1
     vpxor        ymm1, ymm15, ymm4
     vpslldq      ymm4, ymm9, 8
@@ -8116,10 +8162,10 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm5, ymm11, ymm5
     vpalignr     ymm6, ymm10, ymm12, 8
     vpxor        ymm6, ymm8, ymm6
-    vpalignr     ymm8, ymm3, ymm10, 8
-    vpxor        ymm7, ymm7, ymm8
-    vpalignr     ymm3, ymm0, ymm3, 8
-    vpxor        ymm2, ymm2, ymm3
+    vpalignr     ymm8, ymm2, ymm10, 8
+    vpxor        ymm7, ymm8, ymm7
+    vpalignr     ymm2, ymm0, ymm2, 8
+    vpxor        ymm2, ymm3, ymm2
     vmovdqa      ymm3, [rsp + 416]                   ; reload
     vpalignr     ymm0, ymm3, ymm0, 8
     vpxor        ymm0, ymm1, ymm0
@@ -8135,14 +8181,14 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       ymm12, ymm0, 62
     vpsrlq       ymm0, ymm0, 2
     vpsrldq      ymm13, ymm1, 8
-    vpxor        ymm2, ymm2, ymm13
+    vpxor        ymm2, ymm13, ymm2
     vpsllq       ymm13, ymm2, 39
     vpsrlq       ymm14, ymm2, 25
     vpsllq       ymm15, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
     vpxor        ymm0, ymm3, ymm0
-    vpxor        ymm3, ymm7, ymm8
-    vpxor        ymm3, ymm3, ymm9
+    vpxor        ymm3, ymm8, ymm7
+    vpxor        ymm3, ymm9, ymm3
     vpalignr     ymm1, ymm1, ymm0, 8
     vpxor        ymm1, ymm3, ymm1
     vpsrldq      ymm1, ymm1, 8
@@ -8152,13 +8198,13 @@ kg_gf2m409_ladder_step2_avx2:
     vpsrlq       ymm1, ymm1, 2
     vpxor        ymm4, ymm4, ymm7
     vpxor        ymm7, ymm13, ymm8
-    vpxor        ymm7, ymm7, ymm9
-    vpxor        ymm5, ymm5, ymm14
+    vpxor        ymm7, ymm9, ymm7
+    vpxor        ymm5, ymm14, ymm5
     vpxor        ymm1, ymm15, ymm1
     vpxor        ymm1, ymm5, ymm1
     vpxor        ymm2, ymm10, ymm2
-    vpxor        ymm5, ymm6, ymm11
-    vpxor        ymm5, ymm5, ymm12
+    vpxor        ymm5, ymm11, ymm6
+    vpxor        ymm5, ymm12, ymm5
     vpslldq      ymm6, ymm7, 8
     vpxor        ymm4, ymm4, ymm6
     vpalignr     ymm6, ymm2, ymm7, 8
@@ -8167,64 +8213,65 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm2, ymm5, ymm2
     vpsrldq      ymm0, ymm0, 8
     vpxor        ymm0, ymm3, ymm0
-    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
+    vpand        ymm0, ymm0, [rax - 128]
     vmovdqa      ymm3, [rsp + 352]                   ; reload
-    vpclmulqdq   ymm5, ymm3, ymm3, 0
-    vpclmulqdq   ymm3, ymm3, ymm3, 17
-    vmovdqa      ymm6, [rsp + 320]                   ; reload
-    vpclmulqdq   ymm7, ymm6, ymm6, 0
-    vpclmulqdq   ymm6, ymm6, ymm6, 17
-    vmovdqa      ymm8, [rsp + 288]                   ; reload
-    vpclmulqdq   ymm9, ymm8, ymm8, 0
-    vpclmulqdq   ymm8, ymm8, ymm8, 17
-    vmovdqa      ymm10, [rsp]                        ; reload
-    vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vpsllq       ymm11, ymm10, 39
-    vpsrlq       ymm12, ymm10, 25
-    vpsllq       ymm13, ymm10, 62
-    vpsrlq       ymm10, ymm10, 2
-    vpsllq       ymm14, ymm8, 39
-    vpsrlq       ymm15, ymm8, 25
+    vpclmulqdq   ymm3, ymm3, ymm3, 0
+    vmovdqa      ymm5, [rsp + 320]                   ; reload
+    vpclmulqdq   ymm6, ymm5, ymm5, 17
+    vpclmulqdq   ymm5, ymm5, ymm5, 0
+    vmovdqa      ymm7, [rsp + 288]                   ; reload
+    vpclmulqdq   ymm8, ymm7, ymm7, 17
+    vpclmulqdq   ymm7, ymm7, ymm7, 0
+    vmovdqa      ymm9, [rsp]                         ; reload
+    vpclmulqdq   ymm10, ymm9, ymm9, 17
+    vpclmulqdq   ymm9, ymm9, ymm9, 0
+    vpsllq       ymm11, ymm3, 39
+    vpsrlq       ymm12, ymm3, 25
+    vpsllq       ymm13, ymm3, 62
+    vpsrlq       ymm3, ymm3, 2
+    vpsllq       ymm14, ymm6, 39
+    vpsrlq       ymm15, ymm6, 25
     vmovdqa      [rsp], ymm0                         ; spill
-    vpsllq       ymm0, ymm8, 62
-    vpsrlq       ymm8, ymm8, 2
+    vpsllq       ymm0, ymm6, 62
+    vpsrlq       ymm6, ymm6, 2
     vmovdqa      [rsp + 288], ymm2                   ; spill
-    vpsrldq      ymm2, ymm10, 8
-    vpxor        ymm2, ymm9, ymm2
-    vpsllq       ymm9, ymm2, 39
+    vpsrldq      ymm2, ymm3, 8
+    vpxor        ymm2, ymm5, ymm2
+    vpsllq       ymm5, ymm2, 39
     vmovdqa      [rsp + 320], ymm1                   ; spill
     vpsrlq       ymm1, ymm2, 25
     vmovdqa      [rsp + 352], ymm4                   ; spill
     vpsllq       ymm4, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
-    vpxor        ymm8, ymm11, ymm8
-    vpxor        ymm6, ymm6, ymm12
-    vpxor        ymm6, ymm6, ymm13
-    vpalignr     ymm10, ymm10, ymm8, 8
-    vpxor        ymm10, ymm6, ymm10
-    vpsrldq      ymm10, ymm10, 8
-    vpsllq       ymm11, ymm10, 39
-    vpsrlq       ymm12, ymm10, 25
-    vpsllq       ymm13, ymm10, 62
-    vpsrlq       ymm10, ymm10, 2
-    vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm9, ymm9, ymm12
-    vpxor        ymm9, ymm9, ymm13
-    vpxor        ymm1, ymm3, ymm1
-    vpxor        ymm3, ymm4, ymm10
+    vpxor        ymm6, ymm11, ymm6
+    vpxor        ymm8, ymm8, ymm12
+    vpxor        ymm8, ymm8, ymm13
+    vpalignr     ymm3, ymm3, ymm6, 8
+    vpxor        ymm3, ymm8, ymm3
+    vpsrldq      ymm3, ymm3, 8
+    vpsllq       ymm11, ymm3, 39
+    vpsrlq       ymm12, ymm3, 25
+    vpsllq       ymm13, ymm3, 62
+    vpsrlq       ymm3, ymm3, 2
+    vpxor        ymm9, ymm9, ymm11
+    vpxor        ymm5, ymm12, ymm5
+    vpxor        ymm5, ymm13, ymm5
+    vpxor        ymm1, ymm10, ymm1
+    vpxor        ymm3, ymm4, ymm3
     vpxor        ymm1, ymm1, ymm3
     vpxor        ymm2, ymm14, ymm2
-    vpxor        ymm3, ymm7, ymm15
+    vpxor        ymm3, ymm15, ymm7
     vpxor        ymm0, ymm3, ymm0
-    vpslldq      ymm3, ymm9, 8
-    vpxor        ymm3, ymm5, ymm3
-    vpalignr     ymm4, ymm2, ymm9, 8
+    vpslldq      ymm3, ymm5, 8
+    vpxor        ymm3, ymm9, ymm3
+    vpalignr     ymm4, ymm2, ymm5, 8
     vpxor        ymm1, ymm1, ymm4
-    vpalignr     ymm2, ymm8, ymm2, 8
+    vpalignr     ymm2, ymm6, ymm2, 8
     vpxor        ymm0, ymm0, ymm2
-    vpsrldq      ymm2, ymm8, 8
-    vpxor        ymm2, ymm6, ymm2
-    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vpsrldq      ymm2, ymm6, 8
+    vpxor        ymm2, ymm8, ymm2
+    vpand        ymm2, ymm2, [rax - 128]
     vinserti128  ymm4, ymm3, [rsp + 160], 1
     vinserti128  ymm5, ymm1, [rsp + 192], 1
     vinserti128  ymm6, ymm0, [rsp + 224], 1
@@ -8236,7 +8283,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm12, ymm4, ymm8, 0
     vpclmulqdq   ymm13, ymm4, ymm8, 17
     vpshufd      ymm14, ymm4, 78
-    vpxor        ymm14, ymm4, ymm14
+    vpxor        ymm14, ymm14, ymm4
     vpshufd      ymm15, ymm8, 78
     vpxor        ymm15, ymm8, ymm15
     vpclmulqdq   ymm14, ymm14, ymm15, 0
@@ -8252,7 +8299,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm1, ymm9, 78
     vpxor        ymm1, ymm9, ymm1
     vpclmulqdq   ymm0, ymm0, ymm1, 0
-    vpxor        ymm0, ymm0, ymm15
+    vpxor        ymm0, ymm15, ymm0
     vpxor        ymm0, ymm0, ymm2
     vpxor        ymm1, ymm4, ymm5
     vmovdqa      [rsp + 160], ymm3                   ; spill
@@ -8267,8 +8314,8 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm5, ymm3, 78
     vpxor        ymm3, ymm3, ymm5
     vpclmulqdq   ymm1, ymm1, ymm3, 0
-    vpxor        ymm1, ymm1, ymm9
-    vpxor        ymm1, ymm1, ymm8
+    vpxor        ymm1, ymm9, ymm1
+    vpxor        ymm1, ymm8, ymm1
     vpxor        ymm3, ymm13, ymm15
     vpxor        ymm5, ymm12, ymm9
     vpxor        ymm5, ymm5, ymm3
@@ -8279,7 +8326,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm8, ymm6, ymm10, 0
     vpclmulqdq   ymm9, ymm6, ymm10, 17
     vpshufd      ymm13, ymm6, 78
-    vpxor        ymm13, ymm6, ymm13
+    vpxor        ymm13, ymm13, ymm6
     vpshufd      ymm15, ymm10, 78
     vpxor        ymm15, ymm10, ymm15
     vpclmulqdq   ymm13, ymm13, ymm15, 0
@@ -8300,8 +8347,8 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm2, ymm5, 78
     vpxor        ymm2, ymm5, ymm2
     vpclmulqdq   ymm1, ymm1, ymm2, 0
-    vpxor        ymm1, ymm1, ymm14
-    vpxor        ymm1, ymm1, ymm12
+    vpxor        ymm1, ymm14, ymm1
+    vpxor        ymm1, ymm12, ymm1
     vpxor        ymm2, ymm9, ymm15
     vpxor        ymm5, ymm8, ymm14
     vpxor        ymm5, ymm5, ymm2
@@ -8311,15 +8358,15 @@ kg_gf2m409_ladder_step2_avx2:
     vmovdqa      ymm6, [rsp + 480]                   ; reload
     vpxor        ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 416]                   ; reload
-    vpxor        ymm7, ymm7, ymm10
+    vpxor        ymm7, ymm10, ymm7
     vmovdqa      ymm9, [rsp + 384]                   ; reload
     vpxor        ymm9, ymm9, ymm11
     vpclmulqdq   ymm10, ymm4, ymm7, 0
     vpclmulqdq   ymm11, ymm4, ymm7, 17
     vpshufd      ymm12, ymm4, 78
-    vpxor        ymm12, ymm4, ymm12
+    vpxor        ymm12, ymm12, ymm4
     vpshufd      ymm14, ymm7, 78
-    vpxor        ymm14, ymm7, ymm14
+    vpxor        ymm14, ymm14, ymm7
     vpclmulqdq   ymm12, ymm12, ymm14, 0
     vpxor        ymm12, ymm12, ymm10
     vpxor        ymm12, ymm12, ymm11
@@ -8332,16 +8379,16 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm1, ymm9, 78
     vpxor        ymm1, ymm9, ymm1
     vpclmulqdq   ymm1, ymm2, ymm1, 0
-    vpxor        ymm1, ymm1, ymm14
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm1, ymm14, ymm1
+    vpxor        ymm1, ymm15, ymm1
     vpxor        ymm2, ymm4, ymm6
-    vpxor        ymm4, ymm7, ymm9
+    vpxor        ymm4, ymm9, ymm7
     vpclmulqdq   ymm6, ymm2, ymm4, 0
     vpclmulqdq   ymm7, ymm2, ymm4, 17
     vpshufd      ymm9, ymm2, 78
-    vpxor        ymm2, ymm2, ymm9
+    vpxor        ymm2, ymm9, ymm2
     vpshufd      ymm9, ymm4, 78
-    vpxor        ymm4, ymm4, ymm9
+    vpxor        ymm4, ymm9, ymm4
     vpclmulqdq   ymm2, ymm2, ymm4, 0
     vpxor        ymm2, ymm2, ymm6
     vpxor        ymm2, ymm2, ymm7
@@ -8350,14 +8397,14 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm6, ymm6, ymm4
     vpxor        ymm2, ymm12, ymm2
     vpxor        ymm2, ymm2, ymm1
-    vpxor        ymm7, ymm7, ymm15
+    vpxor        ymm7, ymm15, ymm7
     vpxor        ymm4, ymm7, ymm4
-    vpxor        ymm3, ymm3, ymm8
-    vpxor        ymm0, ymm0, ymm13
+    vpxor        ymm3, ymm8, ymm3
+    vpxor        ymm0, ymm13, ymm0
     vmovdqa      ymm7, [rsp + 448]                   ; reload
     vpxor        ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 608]                   ; reload
-    vpxor        ymm8, ymm7, ymm10
+    vpxor        ymm8, ymm10, ymm7
     vpxor        ymm8, ymm8, ymm3
     vmovdqa      ymm9, [rsp + 576]                   ; reload
     vpxor        ymm10, ymm9, ymm12
@@ -8379,7 +8426,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpalignr     ymm7, ymm10, ymm12, 8
     vpxor        ymm7, ymm8, ymm7
     vpalignr     ymm8, ymm2, ymm10, 8
-    vpxor        ymm6, ymm6, ymm8
+    vpxor        ymm6, ymm8, ymm6
     vpalignr     ymm2, ymm0, ymm2, 8
     vpxor        ymm2, ymm3, ymm2
     vmovdqa      ymm3, [rsp + 416]                   ; reload
@@ -8397,14 +8444,14 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       ymm12, ymm0, 62
     vpsrlq       ymm0, ymm0, 2
     vpsrldq      ymm13, ymm1, 8
-    vpxor        ymm2, ymm2, ymm13
+    vpxor        ymm2, ymm13, ymm2
     vpsllq       ymm13, ymm2, 39
     vpsrlq       ymm14, ymm2, 25
     vpsllq       ymm15, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
     vpxor        ymm0, ymm3, ymm0
-    vpxor        ymm3, ymm6, ymm8
-    vpxor        ymm3, ymm3, ymm9
+    vpxor        ymm3, ymm8, ymm6
+    vpxor        ymm3, ymm9, ymm3
     vpalignr     ymm1, ymm1, ymm0, 8
     vpxor        ymm1, ymm3, ymm1
     vpsrldq      ymm1, ymm1, 8
@@ -8414,13 +8461,13 @@ kg_gf2m409_ladder_step2_avx2:
     vpsrlq       ymm1, ymm1, 2
     vpxor        ymm4, ymm4, ymm6
     vpxor        ymm6, ymm13, ymm8
-    vpxor        ymm6, ymm6, ymm9
-    vpxor        ymm5, ymm5, ymm14
+    vpxor        ymm6, ymm9, ymm6
+    vpxor        ymm5, ymm14, ymm5
     vpxor        ymm1, ymm15, ymm1
     vpxor        ymm1, ymm5, ymm1
     vpxor        ymm2, ymm10, ymm2
-    vpxor        ymm5, ymm7, ymm11
-    vpxor        ymm5, ymm5, ymm12
+    vpxor        ymm5, ymm11, ymm7
+    vpxor        ymm5, ymm12, ymm5
     vpslldq      ymm7, ymm6, 8
     vpxor        ymm4, ymm4, ymm7
     vpalignr     ymm6, ymm2, ymm6, 8
@@ -8429,7 +8476,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm2, ymm5, ymm2
     vpsrldq      ymm0, ymm0, 8
     vpxor        ymm0, ymm3, ymm0
-    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vpand        ymm0, ymm0, [rax - 128]
     vmovdqa      ymm3, [rsp + 352]                   ; reload
     vperm2i128   ymm5, ymm3, ymm4, 48
     vperm2i128   ymm6, ymm3, [rsp + 160], 33
@@ -8437,7 +8484,7 @@ kg_gf2m409_ladder_step2_avx2:
     vmovdqa      ymm6, [rsp + 320]                   ; reload
     vperm2i128   ymm7, ymm6, ymm1, 48
     vperm2i128   ymm8, ymm6, [rsp + 192], 33
-    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm7, ymm8, ymm7
     vmovdqa      ymm8, [rsp + 288]                   ; reload
     vperm2i128   ymm9, ymm8, ymm2, 48
     vperm2i128   ymm10, ymm8, [rsp + 224], 33
@@ -8446,13 +8493,13 @@ kg_gf2m409_ladder_step2_avx2:
     vperm2i128   ymm11, ymm10, ymm0, 48
     vperm2i128   ymm12, ymm10, [rsp + 256], 33
     vpxor        ymm11, ymm11, ymm12
-    vpclmulqdq   ymm12, ymm5, ymm5, 0
-    vpclmulqdq   ymm5, ymm5, ymm5, 17
-    vpclmulqdq   ymm13, ymm7, ymm7, 0
-    vpclmulqdq   ymm7, ymm7, ymm7, 17
-    vpclmulqdq   ymm14, ymm9, ymm9, 0
-    vpclmulqdq   ymm9, ymm9, ymm9, 17
     vpclmulqdq   ymm11, ymm11, ymm11, 0
+    vpclmulqdq   ymm12, ymm9, ymm9, 17
+    vpclmulqdq   ymm9, ymm9, ymm9, 0
+    vpclmulqdq   ymm13, ymm7, ymm7, 17
+    vpclmulqdq   ymm7, ymm7, ymm7, 0
+    vpclmulqdq   ymm14, ymm5, ymm5, 17
+    vpclmulqdq   ymm5, ymm5, ymm5, 0
     vpsllq       ymm15, ymm11, 39
     vmovdqa      [rsp + 256], ymm2                   ; spill
     vpsrlq       ymm2, ymm11, 25
@@ -8460,45 +8507,45 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       ymm1, ymm11, 62
     vpsrlq       ymm11, ymm11, 2
     vmovdqa      [rsp + 192], ymm4                   ; spill
-    vpsllq       ymm4, ymm9, 39
+    vpsllq       ymm4, ymm12, 39
     vmovdqa      [rsp + 160], ymm0                   ; spill
-    vpsrlq       ymm0, ymm9, 25
-    vpsllq       ymm10, ymm9, 62
-    vpsrlq       ymm9, ymm9, 2
+    vpsrlq       ymm0, ymm12, 25
+    vpsllq       ymm10, ymm12, 62
+    vpsrlq       ymm12, ymm12, 2
     vpsrldq      ymm8, ymm11, 8
-    vpxor        ymm8, ymm14, ymm8
-    vpsllq       ymm14, ymm8, 39
+    vpxor        ymm8, ymm9, ymm8
+    vpsllq       ymm9, ymm8, 39
     vpsrlq       ymm6, ymm8, 25
     vpsllq       ymm3, ymm8, 62
     vpsrlq       ymm8, ymm8, 2
-    vpxor        ymm9, ymm15, ymm9
-    vpxor        ymm2, ymm7, ymm2
+    vpxor        ymm12, ymm15, ymm12
+    vpxor        ymm2, ymm13, ymm2
     vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm11, ymm9, 8
+    vpalignr     ymm2, ymm11, ymm12, 8
     vpxor        ymm2, ymm1, ymm2
     vpsrldq      ymm2, ymm2, 8
-    vpsllq       ymm7, ymm2, 39
-    vpsrlq       ymm11, ymm2, 25
+    vpsllq       ymm11, ymm2, 39
+    vpsrlq       ymm13, ymm2, 25
     vpsllq       ymm15, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
-    vpxor        ymm7, ymm12, ymm7
-    vpxor        ymm11, ymm14, ymm11
-    vpxor        ymm11, ymm11, ymm15
-    vpxor        ymm5, ymm5, ymm6
+    vpxor        ymm5, ymm11, ymm5
+    vpxor        ymm9, ymm9, ymm13
+    vpxor        ymm9, ymm9, ymm15
+    vpxor        ymm6, ymm14, ymm6
     vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm2, ymm5, ymm2
-    vpxor        ymm3, ymm4, ymm8
-    vpxor        ymm0, ymm13, ymm0
-    vpxor        ymm0, ymm0, ymm10
-    vpslldq      ymm4, ymm11, 8
-    vpxor        ymm4, ymm7, ymm4
-    vpalignr     ymm5, ymm3, ymm11, 8
+    vpxor        ymm2, ymm6, ymm2
+    vpxor        ymm3, ymm8, ymm4
+    vpxor        ymm0, ymm7, ymm0
+    vpxor        ymm0, ymm10, ymm0
+    vpslldq      ymm4, ymm9, 8
+    vpxor        ymm4, ymm5, ymm4
+    vpalignr     ymm5, ymm3, ymm9, 8
     vpxor        ymm2, ymm2, ymm5
-    vpalignr     ymm3, ymm9, ymm3, 8
+    vpalignr     ymm3, ymm12, ymm3, 8
     vpxor        ymm0, ymm0, ymm3
-    vpsrldq      ymm3, ymm9, 8
+    vpsrldq      ymm3, ymm12, 8
     vpxor        ymm1, ymm1, ymm3
-    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vpand        ymm1, ymm1, [rax - 128]
     vmovdqa      ymm3, [rsp + 352]                   ; reload
     vinserti128  ymm5, ymm3, [rsp + 32], 1
     vmovdqa      ymm6, [rsp + 320]                   ; reload
@@ -8514,9 +8561,9 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm12, ymm5, ymm3, 0
     vpclmulqdq   ymm13, ymm5, ymm3, 17
     vpshufd      ymm14, ymm5, 78
-    vpxor        ymm14, ymm5, ymm14
+    vpxor        ymm14, ymm14, ymm5
     vpshufd      ymm15, ymm3, 78
-    vpxor        ymm15, ymm3, ymm15
+    vpxor        ymm15, ymm15, ymm3
     vpclmulqdq   ymm14, ymm14, ymm15, 0
     vpxor        ymm14, ymm14, ymm12
     vpxor        ymm14, ymm14, ymm13
@@ -8530,7 +8577,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm4, ymm6, 78
     vpxor        ymm4, ymm6, ymm4
     vpclmulqdq   ymm2, ymm2, ymm4, 0
-    vpxor        ymm2, ymm2, ymm15
+    vpxor        ymm2, ymm15, ymm2
     vpxor        ymm2, ymm2, ymm0
     vpxor        ymm4, ymm5, ymm7
     vmovdqa      [rsp + 352], ymm1                   ; spill
@@ -8578,16 +8625,16 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm1, ymm6, 78
     vpxor        ymm1, ymm6, ymm1
     vpclmulqdq   ymm0, ymm0, ymm1, 0
-    vpxor        ymm0, ymm0, ymm14
-    vpxor        ymm0, ymm0, ymm12
-    vpxor        ymm1, ymm7, ymm15
-    vpxor        ymm6, ymm4, ymm14
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm0, ymm12, ymm0
+    vpxor        ymm1, ymm15, ymm7
+    vpxor        ymm6, ymm14, ymm4
     vpxor        ymm6, ymm6, ymm1
     vpxor        ymm0, ymm13, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vpxor        ymm5, ymm5, ymm9
+    vpxor        ymm5, ymm9, ymm5
     vmovdqa      ymm7, [rsp + 64]                    ; reload
-    vpxor        ymm7, ymm7, ymm11
+    vpxor        ymm7, ymm11, ymm7
     vmovdqa      ymm9, [rsp + 96]                    ; reload
     vpxor        ymm8, ymm9, ymm8
     vmovdqa      ymm9, [rsp + 128]                   ; reload
@@ -8595,7 +8642,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm10, ymm5, ymm8, 0
     vpclmulqdq   ymm11, ymm5, ymm8, 17
     vpshufd      ymm12, ymm5, 78
-    vpxor        ymm12, ymm5, ymm12
+    vpxor        ymm12, ymm12, ymm5
     vpshufd      ymm14, ymm8, 78
     vpxor        ymm14, ymm8, ymm14
     vpclmulqdq   ymm12, ymm12, ymm14, 0
@@ -8610,19 +8657,19 @@ kg_gf2m409_ladder_step2_avx2:
     vpshufd      ymm0, ymm9, 78
     vpxor        ymm0, ymm9, ymm0
     vpclmulqdq   ymm0, ymm1, ymm0, 0
-    vpxor        ymm0, ymm0, ymm14
-    vpxor        ymm0, ymm0, ymm15
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm0, ymm15, ymm0
     vpxor        ymm1, ymm5, ymm7
     vpxor        ymm5, ymm8, ymm9
     vpclmulqdq   ymm7, ymm1, ymm5, 0
     vpclmulqdq   ymm8, ymm1, ymm5, 17
     vpshufd      ymm9, ymm1, 78
-    vpxor        ymm1, ymm1, ymm9
+    vpxor        ymm1, ymm9, ymm1
     vpshufd      ymm9, ymm5, 78
-    vpxor        ymm5, ymm5, ymm9
+    vpxor        ymm5, ymm9, ymm5
     vpclmulqdq   ymm1, ymm1, ymm5, 0
     vpxor        ymm1, ymm1, ymm7
-    vpxor        ymm1, ymm1, ymm8
+    vpxor        ymm1, ymm8, ymm1
     vpxor        ymm5, ymm11, ymm14
     vpxor        ymm7, ymm10, ymm7
     vpxor        ymm7, ymm7, ymm5
@@ -8631,11 +8678,11 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        ymm8, ymm8, ymm15
     vpxor        ymm5, ymm8, ymm5
     vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm2, ymm2, ymm13
+    vpxor        ymm2, ymm13, ymm2
     vmovdqa      ymm4, [rsp + 544]                   ; reload
     vpxor        ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp + 512]                   ; reload
-    vpxor        ymm8, ymm6, ymm10
+    vpxor        ymm8, ymm10, ymm6
     vpxor        ymm8, ymm8, ymm3
     vmovdqa      ymm9, [rsp + 416]                   ; reload
     vpxor        ymm10, ymm9, ymm12
@@ -8658,7 +8705,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpxor        xmm5, xmm5, xmm6
     vextracti128 xmm6, ymm11, 0
     vextracti128 xmm9, ymm11, 1
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vextracti128 xmm9, ymm12, 0
     vextracti128 xmm11, ymm12, 1
     vpxor        xmm9, xmm9, xmm11
@@ -8692,13 +8739,13 @@ kg_gf2m409_ladder_step2_avx2:
     vextracti128 xmm12, ymm12, 1
     vpxor        xmm12, xmm13, xmm12
     vpslldq      xmm13, xmm5, 8
-    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm13, xmm4
     vpalignr     xmm5, xmm9, xmm5, 8
     vpxor        xmm5, xmm6, xmm5
     vpalignr     xmm6, xmm10, xmm9, 8
     vpxor        xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm1, xmm10, 8
-    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxor        xmm1, xmm3, xmm1
     vpalignr     xmm0, xmm11, xmm0, 8
@@ -8714,14 +8761,14 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       xmm12, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm1, xmm13, xmm1
     vpsllq       xmm13, xmm1, 39
     vpsrlq       xmm14, xmm1, 25
     vpsllq       xmm15, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm7, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm7
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm2, xmm2, xmm0, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
@@ -8731,13 +8778,13 @@ kg_gf2m409_ladder_step2_avx2:
     vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm5, xmm14, xmm5
     vpxor        xmm2, xmm15, xmm2
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm5, xmm6, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm11, xmm6
+    vpxor        xmm5, xmm12, xmm5
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm4, xmm4, xmm6
     vpalignr     xmm6, xmm1, xmm7, 8
@@ -8765,7 +8812,7 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       xmm9, xmm8, 23
     vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm8, xmm8, xmm9
-    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm4, xmm8, xmm4
     vextracti128 xmm8, ymm5, 1
     vmovdqa      ymm9, [rsp + 288]                   ; reload
     vextracti128 xmm10, ymm9, 1
@@ -8813,7 +8860,8 @@ kg_gf2m409_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, rcx, flags
+;   loops: 2 x 98 and 5 x 98 and 12 x 98 instructions (repeated groups rolled: 11635 instructions run, 10467 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
 align 32
@@ -8827,59 +8875,60 @@ kg_gf2m409_inv_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm8, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm2, xmm2, 17
-    vpclmulqdq   xmm10, xmm3, xmm3, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm9, 39
-    vpsrlq       xmm15, xmm9, 25
+    vpclmulqdq   xmm8, xmm1, xmm1, 0
+    vpclmulqdq   xmm9, xmm0, xmm0, 17
+    vpclmulqdq   xmm10, xmm0, xmm0, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
     vmovdqa      [rsp], xmm3                         ; spill
-    vpsllq       xmm3, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm3, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vmovdqa      [rsp + 32], xmm2                    ; spill
-    vpsrldq      xmm2, xmm10, 8
-    vpxor        xmm2, xmm8, xmm2
-    vpsllq       xmm8, xmm2, 39
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpsllq       xmm6, xmm2, 39
     vmovdqa      [rsp + 64], xmm1                    ; spill
     vpsrlq       xmm1, xmm2, 25
     vmovdqa      [rsp + 96], xmm0                    ; spill
     vpsllq       xmm0, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpalignr     xmm10, xmm10, xmm9, 8
-    vpxor        xmm10, xmm7, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm4, xmm4, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm4, xmm4, xmm5, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm1, xmm14, xmm2
-    vpxor        xmm2, xmm6, xmm15
+    vpxor        xmm2, xmm8, xmm15
     vpxor        xmm2, xmm2, xmm3
-    vpslldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm1, xmm8, 8
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm1, xmm6, 8
     vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm1, xmm9, xmm1, 8
+    vpalignr     xmm1, xmm5, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm9, 8
+    vpsrldq      xmm2, xmm5, 8
     vpxor        xmm2, xmm7, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rcx - 128]
     vpclmulqdq   xmm4, xmm3, [rsp + 96], 0
     vpclmulqdq   xmm5, xmm3, [rsp + 96], 17
     vpshufd      xmm6, xmm3, 78
@@ -8893,7 +8942,7 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm0, [rsp + 64], 0
     vpclmulqdq   xmm9, xmm0, [rsp + 64], 17
     vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpxor        xmm10, xmm10, xmm0
     vpshufd      xmm11, [rsp + 64], 78
     vmovdqa      xmm12, [rsp + 64]                   ; reload
     vpxor        xmm11, xmm12, xmm11
@@ -8912,16 +8961,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm4, xmm14
+    vpxor        xmm7, xmm14, xmm4
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
     vpclmulqdq   xmm12, xmm1, [rsp + 32], 0
     vpclmulqdq   xmm13, xmm1, [rsp + 32], 17
     vpshufd      xmm14, xmm1, 78
-    vpxor        xmm14, xmm1, xmm14
+    vpxor        xmm14, xmm14, xmm1
     vpshufd      xmm15, [rsp + 32], 78
     vmovdqa      [rsp + 128], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 32]                   ; reload
@@ -8940,12 +8989,12 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 288], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
     vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
     vpxor        xmm4, xmm12, xmm4
     vpxor        xmm4, xmm4, xmm7
@@ -8959,33 +9008,33 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm10, xmm1, xmm2, 0
     vpclmulqdq   xmm13, xmm1, xmm2, 17
     vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
+    vpxor        xmm15, xmm15, xmm1
     vpshufd      xmm11, xmm2, 78
-    vpxor        xmm11, xmm2, xmm11
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm11, xmm15, xmm11, 0
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm11, xmm11, xmm13
     vpclmulqdq   xmm15, xmm0, xmm9, 0
     vpclmulqdq   xmm3, xmm0, xmm9, 17
     vpshufd      xmm8, xmm0, 78
-    vpxor        xmm8, xmm0, xmm8
+    vpxor        xmm8, xmm8, xmm0
     vmovdqa      [rsp + 320], xmm7                   ; spill
     vpshufd      xmm7, xmm9, 78
     vpxor        xmm7, xmm9, xmm7
     vpclmulqdq   xmm7, xmm8, xmm7, 0
-    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm7, xmm15, xmm7
     vpxor        xmm7, xmm7, xmm3
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm9
+    vpxor        xmm1, xmm9, xmm2
     vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm8, xmm0, xmm1, 17
     vpshufd      xmm9, xmm0, 78
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm0, xmm9, xmm0
     vpshufd      xmm9, xmm1, 78
-    vpxor        xmm1, xmm1, xmm9
+    vpxor        xmm1, xmm9, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm8, xmm0
     vpxor        xmm1, xmm13, xmm15
     vpxor        xmm2, xmm10, xmm2
     vpxor        xmm2, xmm2, xmm1
@@ -8993,7 +9042,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm0, xmm7
     vpxor        xmm8, xmm8, xmm3
     vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vmovdqa      xmm8, [rsp + 288]                   ; reload
     vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 256]                   ; reload
@@ -9012,7 +9061,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm0, xmm6
     vpxor        xmm1, xmm1, [rsp + 320]
     vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm8, xmm7
     vpxor        xmm3, xmm3, xmm4
     vpslldq      xmm4, xmm12, 8
     vpxor        xmm4, xmm9, xmm4
@@ -9021,7 +9070,7 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm8, xmm11, xmm14, 8
     vpxor        xmm8, xmm10, xmm8
     vpalignr     xmm9, xmm0, xmm11, 8
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vpalignr     xmm1, xmm6, xmm5, 8
@@ -9038,14 +9087,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm5, xmm1
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
@@ -9055,13 +9104,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
     vpxor        xmm3, xmm15, xmm3
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -9070,60 +9119,60 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm0, xmm0, 8
+    vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 96], 17
-    vpshufd      xmm6, xmm2, 78
-    vpxor        xmm6, xmm2, xmm6
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm3, xmm4, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm4, [rsp + 96], 17
+    vpshufd      xmm6, xmm4, 78
+    vpxor        xmm6, xmm4, xmm6
     vpshufd      xmm7, [rsp + 96], 78
     vmovdqa      xmm8, [rsp + 96]                    ; reload
     vpxor        xmm7, xmm8, xmm7
@@ -9133,14 +9182,14 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
     vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
     vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
+    vpxor        xmm10, xmm10, xmm1
     vpshufd      xmm11, [rsp + 64], 78
     vmovdqa      xmm12, [rsp + 64]                   ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm11, xmm4, xmm1
     vpxor        xmm13, xmm8, xmm12
     vpclmulqdq   xmm14, xmm11, xmm13, 0
     vpclmulqdq   xmm15, xmm11, xmm13, 17
@@ -9152,16 +9201,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm14, xmm3
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm12, xmm0, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 32], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
     vpshufd      xmm15, [rsp + 32], 78
     vmovdqa      [rsp + 320], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 32]                   ; reload
@@ -9169,9 +9218,9 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm0, [rsp], 0
+    vpclmulqdq   xmm15, xmm2, [rsp], 0
     vmovdqa      [rsp + 128], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm0
+    vpxor        xmm7, xmm0, xmm2
     vmovdqa      [rsp + 160], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 192], xmm3                   ; spill
@@ -9180,52 +9229,52 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 256], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
     vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm11
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
     vpxor        xmm9, xmm4, [rsp]
-    vpclmulqdq   xmm10, xmm2, xmm1, 0
-    vpclmulqdq   xmm13, xmm2, xmm1, 17
-    vpshufd      xmm15, xmm2, 78
-    vpxor        xmm15, xmm2, xmm15
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm0, xmm2, 0
+    vpclmulqdq   xmm13, xmm0, xmm2, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm15, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm11, xmm15, xmm11, 0
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm15, xmm0, xmm9, 0
-    vpclmulqdq   xmm4, xmm0, xmm9, 17
-    vpshufd      xmm8, xmm0, 78
-    vpxor        xmm8, xmm0, xmm8
+    vpclmulqdq   xmm15, xmm1, xmm9, 0
+    vpclmulqdq   xmm4, xmm1, xmm9, 17
+    vpshufd      xmm8, xmm1, 78
+    vpxor        xmm8, xmm8, xmm1
     vmovdqa      [rsp + 288], xmm7                   ; spill
     vpshufd      xmm7, xmm9, 78
     vpxor        xmm7, xmm9, xmm7
     vpclmulqdq   xmm7, xmm8, xmm7, 0
-    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm7, xmm15, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm9
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm9, xmm2
     vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm8, xmm0, xmm1, 17
     vpshufd      xmm9, xmm0, 78
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm0, xmm9, xmm0
     vpshufd      xmm9, xmm1, 78
-    vpxor        xmm1, xmm1, xmm9
+    vpxor        xmm1, xmm9, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm8, xmm0
     vpxor        xmm1, xmm13, xmm15
     vpxor        xmm2, xmm10, xmm2
     vpxor        xmm2, xmm2, xmm1
@@ -9233,7 +9282,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm0, xmm7
     vpxor        xmm8, xmm8, xmm4
     vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vmovdqa      xmm8, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 224]                   ; reload
@@ -9252,7 +9301,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm0, xmm6
     vpxor        xmm1, xmm1, [rsp + 288]
     vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm8, xmm7
     vpxor        xmm3, xmm4, xmm3
     vpslldq      xmm4, xmm12, 8
     vpxor        xmm4, xmm9, xmm4
@@ -9261,7 +9310,7 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm8, xmm11, xmm14, 8
     vpxor        xmm8, xmm10, xmm8
     vpalignr     xmm9, xmm0, xmm11, 8
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vpalignr     xmm1, xmm6, xmm5, 8
@@ -9278,14 +9327,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm5, xmm1
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
@@ -9295,13 +9344,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
     vpxor        xmm3, xmm15, xmm3
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -9310,507 +9359,67 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm9, 39
-    vpsrlq       xmm15, xmm9, 25
+    vpclmulqdq   xmm8, xmm3, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm4, 17
+    vpclmulqdq   xmm10, xmm4, xmm4, 0
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
     vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpsllq       xmm1, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm1, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpsrldq      xmm0, xmm10, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpsllq       xmm8, xmm0, 39
+    vpsrldq      xmm0, xmm2, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsllq       xmm6, xmm0, 39
     vmovdqa      [rsp + 128], xmm3                   ; spill
     vpsrlq       xmm3, xmm0, 25
     vmovdqa      [rsp + 160], xmm4                   ; spill
     vpsllq       xmm4, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpalignr     xmm10, xmm10, xmm9, 8
-    vpxor        xmm10, xmm7, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm4, xmm6, xmm15
-    vpxor        xmm1, xmm4, xmm1
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm8, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm0, xmm9, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm7, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rsp + 160], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 160], 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, [rsp + 160], 78
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm5
-    vpclmulqdq   xmm7, xmm0, [rsp + 128], 0
-    vpclmulqdq   xmm9, xmm0, [rsp + 128], 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpshufd      xmm11, [rsp + 128], 78
-    vmovdqa      xmm12, [rsp + 128]                  ; reload
-    vpxor        xmm11, xmm12, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpxor        xmm10, xmm10, xmm7
-    vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm3, xmm0
-    vpxor        xmm13, xmm8, xmm12
-    vpclmulqdq   xmm14, xmm11, xmm13, 0
-    vpclmulqdq   xmm15, xmm11, xmm13, 17
-    vpshufd      xmm12, xmm11, 78
-    vpxor        xmm11, xmm11, xmm12
-    vpshufd      xmm12, xmm13, 78
-    vpxor        xmm12, xmm13, xmm12
-    vpclmulqdq   xmm11, xmm11, xmm12, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm2, xmm14
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm12, xmm15, xmm9
-    vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 320], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 320], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpshufd      xmm15, [rsp + 320], 78
-    vmovdqa      [rsp + 192], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm15, xmm11, xmm15
-    vpclmulqdq   xmm14, xmm14, xmm15, 0
-    vpxor        xmm14, xmm14, xmm12
-    vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm1, [rsp + 288], 0
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm1
-    vmovdqa      [rsp + 256], xmm6                   ; spill
-    vpxor        xmm6, xmm11, [rsp + 288]
-    vmovdqa      [rsp + 352], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm7, xmm6, 0
-    vmovdqa      [rsp + 384], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm7, xmm6, 17
-    vmovdqa      [rsp + 416], xmm10                  ; spill
-    vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
-    vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
-    vpclmulqdq   xmm6, xmm7, xmm6, 0
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm7, xmm13, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm8, xmm11
-    vmovdqa      xmm4, [rsp + 128]                   ; reload
-    vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm8, xmm3, xmm1, 0
-    vpclmulqdq   xmm9, xmm3, xmm1, 17
-    vpshufd      xmm10, xmm3, 78
-    vpxor        xmm10, xmm3, xmm10
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpxor        xmm10, xmm10, xmm8
-    vpxor        xmm10, xmm10, xmm9
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm13, xmm0, xmm4, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vpshufd      xmm7, xmm4, 78
-    vpxor        xmm7, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm15, xmm7, 0
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm0, xmm0, xmm15
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm1, xmm15
-    vpclmulqdq   xmm0, xmm0, xmm1, 0
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm9, xmm11
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm5, xmm12
-    vmovdqa      xmm5, [rsp + 416]                   ; reload
-    vpxor        xmm5, xmm5, xmm14
-    vmovdqa      xmm9, [rsp + 384]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm9, [rsp + 352]                   ; reload
-    vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm8, xmm8, xmm4
-    vmovdqa      xmm11, [rsp + 256]                  ; reload
-    vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm5
-    vmovdqa      xmm12, [rsp + 224]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm2
-    vmovdqa      xmm14, [rsp + 192]                  ; reload
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm1, [rsp + 288]
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm7, xmm5
-    vpxor        xmm2, xmm13, xmm2
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm5, xmm11, xmm5
     vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm9, xmm10, xmm14, 8
-    vpxor        xmm8, xmm8, xmm9
-    vpalignr     xmm9, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpalignr     xmm1, xmm6, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm6, 8
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
-    vpxor        xmm2, xmm4, xmm2
-    vpsllq       xmm4, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm1, 39
-    vpsrlq       xmm11, xmm1, 25
-    vpsllq       xmm12, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
-    vpsllq       xmm13, xmm0, 39
-    vpsrlq       xmm14, xmm0, 25
-    vpsllq       xmm15, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpxor        xmm2, xmm7, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm4, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm9, 39
-    vpsrlq       xmm15, xmm9, 25
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpsllq       xmm1, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
-    vmovdqa      [rsp + 192], xmm0                   ; spill
-    vpsrldq      xmm0, xmm10, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpsllq       xmm8, xmm0, 39
-    vmovdqa      [rsp + 224], xmm2                   ; spill
-    vpsrlq       xmm2, xmm0, 25
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vpsllq       xmm4, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpalignr     xmm10, xmm10, xmm9, 8
-    vpxor        xmm10, xmm7, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm4, xmm6, xmm15
-    vpxor        xmm1, xmm4, xmm1
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm8, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm0, xmm9, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm7, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm3, xmm8, xmm15
     vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm0, xmm6, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
@@ -9820,16 +9429,16 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
@@ -9837,141 +9446,92 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, [rsp + 256], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 256], 17
-    vpshufd      xmm6, xmm2, 78
-    vpxor        xmm6, xmm2, xmm6
-    vpshufd      xmm7, [rsp + 256], 78
-    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm4, xmm3, [rsp + 160], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 160], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 160], 78
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm4
     vpxor        xmm6, xmm6, xmm5
-    vpclmulqdq   xmm7, xmm1, [rsp + 224], 0
-    vpclmulqdq   xmm9, xmm1, [rsp + 224], 17
-    vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
-    vpshufd      xmm11, [rsp + 224], 78
-    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpclmulqdq   xmm7, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm9, xmm2, [rsp + 128], 17
+    vpshufd      xmm10, xmm2, 78
+    vpxor        xmm10, xmm10, xmm2
+    vpshufd      xmm11, [rsp + 128], 78
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm11, xmm3, xmm2
     vpxor        xmm13, xmm8, xmm12
     vpclmulqdq   xmm14, xmm11, xmm13, 0
     vpclmulqdq   xmm15, xmm11, xmm13, 17
@@ -9983,108 +9543,108 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm14, xmm4
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 192], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 192], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpshufd      xmm15, [rsp + 192], 78
-    vmovdqa      [rsp + 352], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpclmulqdq   xmm12, xmm0, [rsp + 320], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 320], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
+    vpshufd      xmm15, [rsp + 320], 78
+    vmovdqa      [rsp + 192], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
     vpxor        xmm15, xmm11, xmm15
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm0, [rsp + 288], 0
-    vmovdqa      [rsp + 384], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm0
-    vmovdqa      [rsp + 416], xmm6                   ; spill
+    vpclmulqdq   xmm15, xmm1, [rsp + 288], 0
+    vmovdqa      [rsp + 224], xmm7                   ; spill
+    vpxor        xmm7, xmm0, xmm1
+    vmovdqa      [rsp + 256], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp + 288]
-    vmovdqa      [rsp + 128], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm7, xmm6, 0
-    vmovdqa      [rsp + 320], xmm9                   ; spill
+    vmovdqa      [rsp + 352], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm7, xmm6, 0
+    vmovdqa      [rsp + 384], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm7, xmm6, 17
-    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vmovdqa      [rsp + 416], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
-    vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm11
-    vmovdqa      xmm4, [rsp + 224]                   ; reload
-    vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 17
-    vpshufd      xmm10, xmm2, 78
-    vpxor        xmm10, xmm2, xmm10
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm8, xmm11
+    vmovdqa      xmm3, [rsp + 128]                   ; reload
+    vpxor        xmm3, xmm3, [rsp + 288]
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm10, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm13, xmm0, xmm4, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vpshufd      xmm7, xmm4, 78
-    vpxor        xmm7, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm15, xmm7, 0
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm0, xmm0, xmm15
+    vpclmulqdq   xmm11, xmm1, xmm3, 0
+    vpclmulqdq   xmm13, xmm1, xmm3, 17
     vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm15, xmm15, xmm1
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm3, 78
+    vpxor        xmm7, xmm3, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm15, xmm0
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm15, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm0, xmm0, xmm3
     vpxor        xmm1, xmm9, xmm11
     vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm5, xmm12
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpxor        xmm5, xmm5, xmm14
-    vmovdqa      xmm9, [rsp + 320]                   ; reload
-    vpxor        xmm3, xmm9, xmm3
-    vmovdqa      xmm9, [rsp + 128]                   ; reload
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm12, xmm5
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
+    vpxor        xmm5, xmm14, xmm5
+    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm8, xmm8, xmm4
-    vmovdqa      xmm11, [rsp + 416]                  ; reload
+    vpxor        xmm8, xmm8, xmm3
+    vmovdqa      xmm11, [rsp + 256]                  ; reload
     vpxor        xmm10, xmm11, xmm10
     vpxor        xmm10, xmm10, xmm5
-    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm14, [rsp + 192]                  ; reload
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
     vpxor        xmm1, xmm1, [rsp + 288]
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm7, xmm5
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm7, xmm5
+    vpxor        xmm4, xmm13, xmm4
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm7, xmm14, xmm11, 8
@@ -10092,11 +9652,11 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm9, xmm10, xmm14, 8
     vpxor        xmm8, xmm8, xmm9
     vpalignr     xmm9, xmm0, xmm10, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpalignr     xmm1, xmm6, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm1, xmm6, xmm3, 8
+    vpxor        xmm1, xmm4, xmm1
     vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm3, xmm4, xmm3
@@ -10109,14 +9669,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
@@ -10126,13 +9686,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
     vpxor        xmm3, xmm15, xmm3
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -10141,165 +9701,465 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm9, 39
-    vpsrlq       xmm15, xmm9, 25
+    vpclmulqdq   xmm8, xmm3, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm4, 17
+    vpclmulqdq   xmm10, xmm4, xmm4, 0
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
     vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpsllq       xmm1, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm1, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vpsrldq      xmm0, xmm2, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsllq       xmm6, xmm0, 39
+    vmovdqa      [rsp + 224], xmm3                   ; spill
+    vpsrlq       xmm3, xmm0, 25
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpsllq       xmm4, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm3, xmm8, xmm15
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm0, xmm6, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm5, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm7, xmm1
+    mov          rax, 2
+    .repeat1:
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    dec          rax
+    jnz          .repeat1
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm4, xmm3, [rsp + 256], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 256], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 256], 78
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 224], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 224], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm10, xmm1
+    vpshufd      xmm11, [rsp + 224], 78
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm14, xmm4
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm11, xmm6
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm0, [rsp + 192], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 192], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
+    vpshufd      xmm15, [rsp + 192], 78
+    vmovdqa      [rsp + 352], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm2, [rsp + 288], 0
+    vmovdqa      [rsp + 384], xmm7                   ; spill
+    vpxor        xmm7, xmm0, xmm2
+    vmovdqa      [rsp + 416], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp + 288]
+    vmovdqa      [rsp + 128], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm7, xmm6, 0
+    vmovdqa      [rsp + 320], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm10, xmm7
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm11
+    vmovdqa      xmm3, [rsp + 224]                   ; reload
+    vpxor        xmm3, xmm3, [rsp + 288]
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm10, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
+    vpclmulqdq   xmm11, xmm1, xmm3, 0
+    vpclmulqdq   xmm13, xmm1, xmm3, 17
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm15, xmm15, xmm1
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm3, 78
+    vpxor        xmm7, xmm3, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm15, xmm0
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm12, xmm5
+    vmovdqa      xmm5, [rsp + 160]                   ; reload
+    vpxor        xmm5, xmm14, xmm5
+    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 128]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm3
+    vmovdqa      xmm11, [rsp + 416]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm7, xmm5
+    vpxor        xmm4, xmm13, xmm4
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm0, xmm3, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm3, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm3, xmm6, 8
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm8, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm3, xmm3, 17
+    vpclmulqdq   xmm8, xmm3, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm4, 17
+    vpclmulqdq   xmm10, xmm4, xmm4, 0
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpsllq       xmm1, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vmovdqa      [rsp + 352], xmm0                   ; spill
-    vpsrldq      xmm0, xmm10, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpsllq       xmm8, xmm0, 39
+    vpsrldq      xmm0, xmm2, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsllq       xmm6, xmm0, 39
     vmovdqa      [rsp + 384], xmm3                   ; spill
     vpsrlq       xmm3, xmm0, 25
     vmovdqa      [rsp + 416], xmm4                   ; spill
     vpsllq       xmm4, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpalignr     xmm10, xmm10, xmm9, 8
-    vpxor        xmm10, xmm7, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm4, xmm6, xmm15
-    vpxor        xmm1, xmm4, xmm1
-    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm3, xmm8, xmm15
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm0, xmm6, 8
     vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm8, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm0, xmm9, xmm0, 8
+    vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm9, 8
+    vpsrldq      xmm1, xmm5, 8
     vpxor        xmm1, xmm7, xmm1
+    mov          rax, 5
+    .repeat2:
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
@@ -10309,291 +10169,98 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
+    vpalignr     xmm0, xmm4, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
+    vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsllq       xmm10, xmm4, 39
     vpsrlq       xmm11, xmm4, 25
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    dec          rax
+    jnz          .repeat2
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
@@ -10603,114 +10270,16 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
@@ -10718,23 +10287,23 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rsp + 416], 0
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm4, xmm3, [rsp + 416], 0
     vpclmulqdq   xmm5, xmm3, [rsp + 416], 17
     vpshufd      xmm6, xmm3, 78
     vpxor        xmm6, xmm3, xmm6
@@ -10742,12 +10311,12 @@ kg_gf2m409_inv_avx2:
     vmovdqa      xmm8, [rsp + 416]                   ; reload
     vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm4
     vpxor        xmm6, xmm6, xmm5
     vpclmulqdq   xmm7, xmm1, [rsp + 384], 0
     vpclmulqdq   xmm9, xmm1, [rsp + 384], 17
     vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
+    vpxor        xmm10, xmm10, xmm1
     vpshufd      xmm11, [rsp + 384], 78
     vmovdqa      xmm12, [rsp + 384]                  ; reload
     vpxor        xmm11, xmm12, xmm11
@@ -10766,16 +10335,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm2, xmm14
+    vpxor        xmm7, xmm14, xmm4
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 352], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 352], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm12, xmm0, [rsp + 352], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 352], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
     vpshufd      xmm15, [rsp + 352], 78
     vmovdqa      [rsp + 128], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 352]                  ; reload
@@ -10783,91 +10352,91 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm0, [rsp + 288], 0
+    vpclmulqdq   xmm15, xmm2, [rsp + 288], 0
     vmovdqa      [rsp + 320], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm0
+    vpxor        xmm7, xmm0, xmm2
     vmovdqa      [rsp + 160], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp + 288]
-    vmovdqa      [rsp + 224], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm7, xmm6, 0
+    vmovdqa      [rsp + 224], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm7, xmm6, 0
     vmovdqa      [rsp + 192], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 256], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm11
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm8, xmm3, xmm1, 0
-    vpclmulqdq   xmm9, xmm3, xmm1, 17
-    vpshufd      xmm10, xmm3, 78
-    vpxor        xmm10, xmm3, xmm10
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm11
+    vmovdqa      xmm3, [rsp + 384]                   ; reload
+    vpxor        xmm3, xmm3, [rsp + 288]
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm10, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm13, xmm0, xmm4, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vpshufd      xmm7, xmm4, 78
-    vpxor        xmm7, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm15, xmm7, 0
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm0, xmm0, xmm15
+    vpclmulqdq   xmm11, xmm1, xmm3, 0
+    vpclmulqdq   xmm13, xmm1, xmm3, 17
     vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm15, xmm15, xmm1
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm3, 78
+    vpxor        xmm7, xmm3, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm15, xmm0
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm15, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm1, xmm9, xmm11
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm5, xmm12
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm12, xmm5
     vmovdqa      xmm5, [rsp + 256]                   ; reload
-    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm14, xmm5
     vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 224]                   ; reload
     vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm8, xmm8, xmm3
     vmovdqa      xmm11, [rsp + 160]                  ; reload
     vpxor        xmm10, xmm11, xmm10
     vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 320]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm14, [rsp + 128]                  ; reload
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
     vpxor        xmm1, xmm1, [rsp + 288]
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm7, xmm5
-    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm7, xmm5
+    vpxor        xmm4, xmm13, xmm4
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm7, xmm14, xmm11, 8
@@ -10875,126 +10444,126 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm9, xmm10, xmm14, 8
     vpxor        xmm8, xmm8, xmm9
     vpalignr     xmm9, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpalignr     xmm1, xmm6, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm6, 8
+    vpalignr     xmm1, xmm6, xmm3, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm4, [rsp + 288]                   ; reload
-    vpxor        xmm2, xmm4, xmm2
-    vpsllq       xmm4, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm3, xmm4, xmm3
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsllq       xmm10, xmm1, 39
     vpsrlq       xmm11, xmm1, 25
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm4, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 96], 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm3, xmm4, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm4, [rsp + 96], 17
+    vpshufd      xmm6, xmm4, 78
+    vpxor        xmm6, xmm4, xmm6
     vpshufd      xmm7, [rsp + 96], 78
     vmovdqa      xmm8, [rsp + 96]                    ; reload
     vpxor        xmm7, xmm8, xmm7
     vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm3
     vpxor        xmm6, xmm6, xmm5
     vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
     vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
     vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
+    vpxor        xmm10, xmm10, xmm1
     vpshufd      xmm11, [rsp + 64], 78
     vmovdqa      xmm12, [rsp + 64]                   ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm3, xmm1
+    vpxor        xmm11, xmm4, xmm1
     vpxor        xmm13, xmm8, xmm12
     vpclmulqdq   xmm14, xmm11, xmm13, 0
     vpclmulqdq   xmm15, xmm11, xmm13, 17
@@ -11006,16 +10575,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm2, xmm14
+    vpxor        xmm7, xmm14, xmm3
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm12, xmm0, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 32], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
     vpshufd      xmm15, [rsp + 32], 78
     vmovdqa      [rsp + 288], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 32]                   ; reload
@@ -11023,75 +10592,75 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm0, [rsp], 0
+    vpclmulqdq   xmm15, xmm2, [rsp], 0
     vmovdqa      [rsp + 128], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm0
+    vpxor        xmm7, xmm0, xmm2
     vmovdqa      [rsp + 320], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp]
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm7, xmm6, 0
+    vmovdqa      [rsp + 160], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm7, xmm6, 0
     vmovdqa      [rsp + 224], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 192], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm11
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
     vpxor        xmm9, xmm4, [rsp]
-    vpclmulqdq   xmm10, xmm3, xmm1, 0
-    vpclmulqdq   xmm13, xmm3, xmm1, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm0, xmm2, 0
+    vpclmulqdq   xmm13, xmm0, xmm2, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm15, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm11, xmm15, xmm11, 0
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm15, xmm0, xmm9, 0
-    vpclmulqdq   xmm4, xmm0, xmm9, 17
-    vpshufd      xmm8, xmm0, 78
-    vpxor        xmm8, xmm0, xmm8
+    vpclmulqdq   xmm15, xmm1, xmm9, 0
+    vpclmulqdq   xmm4, xmm1, xmm9, 17
+    vpshufd      xmm8, xmm1, 78
+    vpxor        xmm8, xmm8, xmm1
     vmovdqa      [rsp + 256], xmm7                   ; spill
     vpshufd      xmm7, xmm9, 78
     vpxor        xmm7, xmm9, xmm7
     vpclmulqdq   xmm7, xmm8, xmm7, 0
-    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm7, xmm15, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm1, xmm9
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm9, xmm2
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm8, xmm0, xmm1, 17
     vpshufd      xmm9, xmm0, 78
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm0, xmm9, xmm0
     vpshufd      xmm9, xmm1, 78
-    vpxor        xmm1, xmm1, xmm9
+    vpxor        xmm1, xmm9, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm0, xmm8, xmm0
     vpxor        xmm1, xmm13, xmm15
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm7
     vpxor        xmm8, xmm8, xmm4
     vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm5, xmm12, xmm5
     vmovdqa      xmm8, [rsp + 192]                   ; reload
     vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 160]                   ; reload
     vpxor        xmm10, xmm9, xmm10
     vpxor        xmm10, xmm10, xmm5
@@ -11099,15 +10668,15 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm12, xmm11
     vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm14, [rsp + 288]                  ; reload
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
     vpxor        xmm1, xmm1, [rsp + 256]
     vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm5, xmm8, xmm7
+    vpxor        xmm3, xmm4, xmm3
     vpslldq      xmm4, xmm12, 8
     vpxor        xmm4, xmm9, xmm4
     vpalignr     xmm7, xmm14, xmm12, 8
@@ -11115,214 +10684,118 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm8, xmm11, xmm14, 8
     vpxor        xmm8, xmm10, xmm8
     vpalignr     xmm9, xmm0, xmm11, 8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vpalignr     xmm1, xmm6, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm5, [rsp + 256]                   ; reload
-    vpxor        xmm2, xmm5, xmm2
-    vpsllq       xmm5, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm3, xmm5, xmm3
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsllq       xmm10, xmm1, 39
     vpsrlq       xmm11, xmm1, 25
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm5, xmm2, 39
-    vpsrlq       xmm6, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm2, xmm9, xmm2
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm14, xmm9, 39
-    vpsrlq       xmm15, xmm9, 25
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rcx - 128]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm3, xmm3, 17
+    vpclmulqdq   xmm8, xmm3, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm4, 17
+    vpclmulqdq   xmm10, xmm4, xmm4, 0
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
     vmovdqa      [rsp + 256], xmm1                   ; spill
-    vpsllq       xmm1, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm1, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpsrldq      xmm0, xmm10, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpsllq       xmm8, xmm0, 39
-    vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpsrlq       xmm2, xmm0, 25
+    vpsrldq      xmm0, xmm2, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsllq       xmm6, xmm0, 39
+    vmovdqa      [rsp + 128], xmm3                   ; spill
+    vpsrlq       xmm3, xmm0, 25
     vmovdqa      [rsp + 320], xmm4                   ; spill
     vpsllq       xmm4, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm7, xmm7, xmm13
-    vpalignr     xmm10, xmm10, xmm9, 8
-    vpxor        xmm10, xmm7, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm11, xmm10, 39
-    vpsrlq       xmm12, xmm10, 25
-    vpsllq       xmm13, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm4, xmm6, xmm15
-    vpxor        xmm1, xmm4, xmm1
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm3, xmm8, xmm15
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm0, xmm6, 8
     vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm0, xmm9, xmm0, 8
+    vpalignr     xmm0, xmm5, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm9, 8
+    vpsrldq      xmm1, xmm5, 8
     vpxor        xmm1, xmm7, xmm1
+    mov          rax, 12
+    .repeat3:
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
@@ -11332,16 +10805,16 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
     vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
@@ -11349,1051 +10822,74 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
+    vpalignr     xmm0, xmm4, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
+    vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsllq       xmm10, xmm4, 39
     vpsrlq       xmm11, xmm4, 25
     vpsllq       xmm12, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm4, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm0, xmm8
-    vpxor        xmm0, xmm0, xmm9
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm7, xmm1, 39
-    vpsrlq       xmm8, xmm1, 25
-    vpsllq       xmm9, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
-    vpsrlq       xmm8, xmm0, 25
-    vpsllq       xmm9, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    dec          rax
+    jnz          .repeat3
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm4, xmm3, [rsp + 320], 0
     vpclmulqdq   xmm5, xmm3, [rsp + 320], 17
     vpshufd      xmm6, xmm3, 78
@@ -12404,17 +10900,17 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm6, xmm7, 0
     vpxor        xmm6, xmm6, xmm4
     vpxor        xmm6, xmm6, xmm5
-    vpclmulqdq   xmm7, xmm0, [rsp + 128], 0
-    vpclmulqdq   xmm9, xmm0, [rsp + 128], 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
+    vpclmulqdq   xmm7, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm9, xmm2, [rsp + 128], 17
+    vpshufd      xmm10, xmm2, 78
+    vpxor        xmm10, xmm10, xmm2
     vpshufd      xmm11, [rsp + 128], 78
     vmovdqa      xmm12, [rsp + 128]                  ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm3, xmm0
+    vpxor        xmm11, xmm3, xmm2
     vpxor        xmm13, xmm8, xmm12
     vpclmulqdq   xmm14, xmm11, xmm13, 0
     vpclmulqdq   xmm15, xmm11, xmm13, 17
@@ -12426,16 +10922,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm4, xmm14
+    vpxor        xmm7, xmm14, xmm4
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm2, [rsp + 288], 0
-    vpclmulqdq   xmm13, xmm2, [rsp + 288], 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm12, xmm0, [rsp + 288], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 288], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
     vpshufd      xmm15, [rsp + 288], 78
     vmovdqa      [rsp + 160], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 288]                  ; reload
@@ -12445,7 +10941,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm14, xmm14, xmm13
     vpclmulqdq   xmm15, xmm1, [rsp + 256], 0
     vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpxor        xmm7, xmm2, xmm1
+    vpxor        xmm7, xmm0, xmm1
     vmovdqa      [rsp + 192], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp + 256]
     vmovdqa      [rsp + 384], xmm4                   ; spill
@@ -12454,49 +10950,49 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 416], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
     vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
     vpxor        xmm4, xmm12, xmm4
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm8, xmm11
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm8, xmm11
     vmovdqa      xmm3, [rsp + 128]                   ; reload
     vpxor        xmm3, xmm3, [rsp + 256]
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 17
-    vpshufd      xmm10, xmm2, 78
-    vpxor        xmm10, xmm2, xmm10
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm10, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
-    vpclmulqdq   xmm11, xmm0, xmm3, 0
-    vpclmulqdq   xmm13, xmm0, xmm3, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
+    vpclmulqdq   xmm11, xmm1, xmm3, 0
+    vpclmulqdq   xmm13, xmm1, xmm3, 17
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm15, xmm15, xmm1
     vmovdqa      [rsp + 256], xmm7                   ; spill
     vpshufd      xmm7, xmm3, 78
     vpxor        xmm7, xmm3, xmm7
     vpclmulqdq   xmm7, xmm15, xmm7, 0
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
     vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm1, 17
     vpshufd      xmm15, xmm0, 78
-    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm0, xmm15, xmm0
     vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm15, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm3
@@ -12505,11 +11001,11 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm3, xmm3, xmm13
+    vpxor        xmm3, xmm13, xmm3
     vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm5, xmm12
+    vpxor        xmm3, xmm12, xmm5
     vmovdqa      xmm5, [rsp + 416]                   ; reload
-    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm14, xmm5
     vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 384]                   ; reload
@@ -12535,7 +11031,7 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm9, xmm10, xmm14, 8
     vpxor        xmm8, xmm8, xmm9
     vpalignr     xmm9, xmm0, xmm10, 8
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vpalignr     xmm1, xmm6, xmm3, 8
@@ -12552,14 +11048,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
@@ -12569,13 +11065,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
     vpxor        xmm3, xmm15, xmm3
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -12584,60 +11080,60 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpand        xmm1, xmm1, [rcx - 128]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpsllq       xmm7, xmm1, 39
     vpsrlq       xmm8, xmm1, 25
     vpsllq       xmm9, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm0, xmm0, 8
+    vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 96], 17
-    vpshufd      xmm6, xmm2, 78
-    vpxor        xmm6, xmm2, xmm6
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rcx - 128]
+    vpclmulqdq   xmm3, xmm4, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm4, [rsp + 96], 17
+    vpshufd      xmm6, xmm4, 78
+    vpxor        xmm6, xmm4, xmm6
     vpshufd      xmm7, [rsp + 96], 78
     vmovdqa      xmm8, [rsp + 96]                    ; reload
     vpxor        xmm7, xmm8, xmm7
@@ -12647,14 +11143,14 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
     vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
     vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
+    vpxor        xmm10, xmm10, xmm1
     vpshufd      xmm11, [rsp + 64], 78
     vmovdqa      xmm12, [rsp + 64]                   ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm7
     vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm11, xmm4, xmm1
     vpxor        xmm13, xmm8, xmm12
     vpclmulqdq   xmm14, xmm11, xmm13, 0
     vpclmulqdq   xmm15, xmm11, xmm13, 17
@@ -12666,16 +11162,16 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm14, xmm3
     vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm12, xmm15, xmm9
     vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm12, xmm0, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm0, [rsp + 32], 17
+    vpshufd      xmm14, xmm0, 78
+    vpxor        xmm14, xmm14, xmm0
     vpshufd      xmm15, [rsp + 32], 78
     vmovdqa      [rsp + 256], xmm11                  ; spill
     vmovdqa      xmm11, [rsp + 32]                   ; reload
@@ -12683,9 +11179,9 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm12
     vpxor        xmm14, xmm14, xmm13
-    vpclmulqdq   xmm15, xmm0, [rsp], 0
+    vpclmulqdq   xmm15, xmm2, [rsp], 0
     vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpxor        xmm7, xmm4, xmm0
+    vpxor        xmm7, xmm0, xmm2
     vmovdqa      [rsp + 224], xmm6                   ; spill
     vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 192], xmm3                   ; spill
@@ -12694,49 +11190,49 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm9, xmm7, xmm6, 17
     vmovdqa      [rsp + 352], xmm10                  ; spill
     vpshufd      xmm10, xmm7, 78
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpshufd      xmm10, xmm6, 78
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm6, xmm10, xmm6
     vpclmulqdq   xmm6, xmm7, xmm6, 0
     vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm6, xmm9, xmm6
     vpxor        xmm7, xmm13, xmm15
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm11
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
     vpxor        xmm4, xmm4, [rsp]
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 17
-    vpshufd      xmm10, xmm2, 78
-    vpxor        xmm10, xmm2, xmm10
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm10, xmm0
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm11, xmm2
     vpclmulqdq   xmm10, xmm10, xmm11, 0
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm10, xmm10, xmm9
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm13, xmm0, xmm4, 17
-    vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
+    vpclmulqdq   xmm11, xmm1, xmm4, 0
+    vpclmulqdq   xmm13, xmm1, xmm4, 17
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm15, xmm15, xmm1
     vmovdqa      [rsp], xmm7                         ; spill
     vpshufd      xmm7, xmm4, 78
     vpxor        xmm7, xmm4, xmm7
     vpclmulqdq   xmm7, xmm15, xmm7, 0
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm4
     vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm4, xmm0, xmm1, 17
     vpshufd      xmm15, xmm0, 78
-    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm0, xmm15, xmm0
     vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm1, xmm15, xmm1
     vpclmulqdq   xmm0, xmm0, xmm1, 0
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm4
@@ -12745,11 +11241,11 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm13, xmm4
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm5, xmm12
+    vpxor        xmm4, xmm12, xmm5
     vmovdqa      xmm5, [rsp + 352]                   ; reload
-    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm14, xmm5
     vmovdqa      xmm9, [rsp + 384]                   ; reload
     vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 192]                   ; reload
@@ -12775,7 +11271,7 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm9, xmm10, xmm14, 8
     vpxor        xmm8, xmm8, xmm9
     vpalignr     xmm9, xmm0, xmm10, 8
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm0, xmm4, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vpalignr     xmm1, xmm6, xmm4, 8
@@ -12792,14 +11288,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
@@ -12809,13 +11305,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm6, xmm14, xmm7
     vpxor        xmm3, xmm15, xmm3
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -12824,10 +11320,11 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpand        xmm1, xmm1, [rcx - 128]
     vpsrlq       xmm2, xmm1, 25
     vpsllq       xmm5, xmm2, 23
-    vpand        xmm6, xmm1, [rel gf2m_mask_1ffffff_0]
+    lea          rcx, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm6, xmm1, [rcx - 128]
     vpunpcklqdq  xmm2, xmm2, xmm5
     vpxor        xmm2, xmm4, xmm2
     vpbroadcastq ymm5, xmm2
@@ -12845,2303 +11342,2432 @@ kg_gf2m409_inv_avx2:
     vpblendd     ymm2, ymm2, ymm8, 192
     vpblendd     ymm5, ymm9, ymm10, 12
     vpblendd     ymm5, ymm5, ymm6, 48
-    vmovdqu      ymm6, [rel gf2m_zero4]
+    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
+    vmovdqu      ymm6, [rcx - 128]
     vpblendd     ymm5, ymm5, ymm6, 192
-    vmovdqu      ymm6, [rel gf2m_zero4]
+    vmovdqu      ymm6, [rcx - 128]
     vpsllq       ymm7, ymm2, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm8, ymm7, [rel gf2m_sq51_map]
-    vpand        ymm9, ymm7, [rel gf2m_sq51_map + 32]
-    vpand        ymm10, ymm7, [rel gf2m_sq51_map + 64]
-    vpand        ymm11, ymm7, [rel gf2m_sq51_map + 96]
-    vpand        ymm12, ymm7, [rel gf2m_sq51_map + 128]
-    vpand        ymm13, ymm7, [rel gf2m_sq51_map + 160]
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 192]
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 224]
+    lea          rcx, [rel gf2m_sq51_map + 128]      ; addresses gf2m_sq51_map near byte 0
+    vpand        ymm8, ymm7, [rcx - 128]
+    vpand        ymm9, ymm7, [rcx - 96]
+    vpand        ymm10, ymm7, [rcx - 64]
+    vpand        ymm11, ymm7, [rcx - 32]
+    vpand        ymm12, ymm7, [rcx]
+    vpand        ymm13, ymm7, [rcx + 32]
+    vpand        ymm14, ymm7, [rcx + 64]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpsllq       ymm15, ymm2, 62
     vpcmpgtq     ymm15, ymm6, ymm15
     vmovdqa      [rsp], xmm1                         ; spill
-    vpand        ymm1, ymm15, [rel gf2m_sq51_map + 256]
+    lea          rcx, [rel gf2m_sq51_map + 384]      ; addresses gf2m_sq51_map near byte 256
+    vpand        ymm1, ymm15, [rcx - 128]
     vpxor        ymm1, ymm8, ymm1
-    vpand        ymm8, ymm15, [rel gf2m_sq51_map + 288]
+    vpand        ymm8, ymm15, [rcx - 96]
     vpxor        ymm8, ymm9, ymm8
-    vpand        ymm9, ymm15, [rel gf2m_sq51_map + 320]
+    vpand        ymm9, ymm15, [rcx - 64]
     vpxor        ymm9, ymm10, ymm9
-    vpand        ymm10, ymm15, [rel gf2m_sq51_map + 352]
+    vpand        ymm10, ymm15, [rcx - 32]
     vpxor        ymm10, ymm11, ymm10
-    vpand        ymm11, ymm15, [rel gf2m_sq51_map + 384]
+    vpand        ymm11, ymm15, [rcx]
     vpxor        ymm11, ymm12, ymm11
-    vpand        ymm12, ymm15, [rel gf2m_sq51_map + 416]
+    vpand        ymm12, ymm15, [rcx + 32]
     vpxor        ymm12, ymm13, ymm12
-    vpand        ymm13, ymm15, [rel gf2m_sq51_map + 448]
+    vpand        ymm13, ymm15, [rcx + 64]
     vpxor        ymm13, ymm14, ymm13
-    vpand        ymm14, ymm15, [rel gf2m_sq51_map + 480]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm15, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 61
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 512]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 544]
+    lea          rcx, [rel gf2m_sq51_map + 640]      ; addresses gf2m_sq51_map near byte 512
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 576]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 608]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 640]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 672]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 704]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 736]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 60
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 768]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 800]
+    lea          rcx, [rel gf2m_sq51_map + 896]      ; addresses gf2m_sq51_map near byte 768
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 832]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 864]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 896]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 928]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 960]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 992]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 59
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1024]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1056]
+    lea          rcx, [rel gf2m_sq51_map + 1152]     ; addresses gf2m_sq51_map near byte 1024
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1088]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1120]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1152]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1184]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1216]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1248]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 58
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1280]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1312]
+    lea          rcx, [rel gf2m_sq51_map + 1408]     ; addresses gf2m_sq51_map near byte 1280
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1344]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1376]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1408]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1440]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1472]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1504]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 57
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1536]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1568]
+    lea          rcx, [rel gf2m_sq51_map + 1664]     ; addresses gf2m_sq51_map near byte 1536
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1600]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1632]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1664]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1696]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1728]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1760]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 56
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1792]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1824]
+    lea          rcx, [rel gf2m_sq51_map + 1920]     ; addresses gf2m_sq51_map near byte 1792
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1856]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1888]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1920]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1952]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1984]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2016]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 55
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2048]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2080]
+    lea          rcx, [rel gf2m_sq51_map + 2176]     ; addresses gf2m_sq51_map near byte 2048
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2112]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2144]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2176]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2208]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2240]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2272]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 54
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2304]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2336]
+    lea          rcx, [rel gf2m_sq51_map + 2432]     ; addresses gf2m_sq51_map near byte 2304
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2368]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2400]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2432]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2464]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2496]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2528]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 53
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2560]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2592]
+    lea          rcx, [rel gf2m_sq51_map + 2688]     ; addresses gf2m_sq51_map near byte 2560
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2624]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2656]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2688]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2720]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2752]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2784]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 52
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2816]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2848]
+    lea          rcx, [rel gf2m_sq51_map + 2944]     ; addresses gf2m_sq51_map near byte 2816
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2880]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2912]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2944]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2976]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3008]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3040]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 51
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3072]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3104]
+    lea          rcx, [rel gf2m_sq51_map + 3200]     ; addresses gf2m_sq51_map near byte 3072
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3136]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3168]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3200]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3232]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3264]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3296]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 50
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3328]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3360]
+    lea          rcx, [rel gf2m_sq51_map + 3456]     ; addresses gf2m_sq51_map near byte 3328
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3392]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3424]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3456]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3488]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3520]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3552]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 49
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3584]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3616]
+    lea          rcx, [rel gf2m_sq51_map + 3712]     ; addresses gf2m_sq51_map near byte 3584
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3648]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3680]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3712]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3744]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3776]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3808]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 48
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3840]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3872]
+    lea          rcx, [rel gf2m_sq51_map + 3968]     ; addresses gf2m_sq51_map near byte 3840
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3904]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3936]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3968]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4000]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4032]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4064]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 47
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4096]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4128]
+    lea          rcx, [rel gf2m_sq51_map + 4224]     ; addresses gf2m_sq51_map near byte 4096
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4160]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4192]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4224]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4256]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4288]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4320]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 46
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4352]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4384]
+    lea          rcx, [rel gf2m_sq51_map + 4480]     ; addresses gf2m_sq51_map near byte 4352
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4416]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4448]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4480]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4512]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4544]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4576]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 45
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4608]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4640]
+    lea          rcx, [rel gf2m_sq51_map + 4736]     ; addresses gf2m_sq51_map near byte 4608
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4672]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4704]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4736]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4768]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4800]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4832]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 44
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4864]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4896]
+    lea          rcx, [rel gf2m_sq51_map + 4992]     ; addresses gf2m_sq51_map near byte 4864
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4928]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4960]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4992]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5024]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5056]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5088]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 43
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5120]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5152]
+    lea          rcx, [rel gf2m_sq51_map + 5248]     ; addresses gf2m_sq51_map near byte 5120
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5184]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5216]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5248]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5280]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5312]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5344]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 42
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5376]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5408]
+    lea          rcx, [rel gf2m_sq51_map + 5504]     ; addresses gf2m_sq51_map near byte 5376
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5440]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5472]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5504]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5536]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5568]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5600]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 41
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5632]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5664]
+    lea          rcx, [rel gf2m_sq51_map + 5760]     ; addresses gf2m_sq51_map near byte 5632
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5696]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5728]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5760]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5792]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5824]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5856]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 40
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5888]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5920]
+    lea          rcx, [rel gf2m_sq51_map + 6016]     ; addresses gf2m_sq51_map near byte 5888
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5952]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5984]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6016]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6048]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6080]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6112]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 39
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6144]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6176]
+    lea          rcx, [rel gf2m_sq51_map + 6272]     ; addresses gf2m_sq51_map near byte 6144
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6208]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6240]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6272]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6304]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6336]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6368]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 38
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6400]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6432]
+    lea          rcx, [rel gf2m_sq51_map + 6528]     ; addresses gf2m_sq51_map near byte 6400
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6464]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6496]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6528]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6560]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6592]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6624]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 37
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6656]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6688]
+    lea          rcx, [rel gf2m_sq51_map + 6784]     ; addresses gf2m_sq51_map near byte 6656
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6720]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6752]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6784]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6816]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6848]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6880]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 36
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6912]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6944]
+    lea          rcx, [rel gf2m_sq51_map + 7040]     ; addresses gf2m_sq51_map near byte 6912
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6976]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7008]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7040]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7072]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7104]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7136]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 35
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7168]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7200]
+    lea          rcx, [rel gf2m_sq51_map + 7296]     ; addresses gf2m_sq51_map near byte 7168
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7232]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7264]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7296]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7328]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7360]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7392]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 34
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7424]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7456]
+    lea          rcx, [rel gf2m_sq51_map + 7552]     ; addresses gf2m_sq51_map near byte 7424
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7488]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7520]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7552]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7584]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7616]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7648]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 33
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7680]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7712]
+    lea          rcx, [rel gf2m_sq51_map + 7808]     ; addresses gf2m_sq51_map near byte 7680
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7744]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7776]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7808]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7840]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7872]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7904]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 32
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7936]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7968]
+    lea          rcx, [rel gf2m_sq51_map + 8064]     ; addresses gf2m_sq51_map near byte 7936
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8000]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8032]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8064]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8096]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8128]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8160]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 31
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8192]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8224]
+    lea          rcx, [rel gf2m_sq51_map + 8320]     ; addresses gf2m_sq51_map near byte 8192
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8256]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8288]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8320]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8352]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8384]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8416]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 30
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8448]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8480]
+    lea          rcx, [rel gf2m_sq51_map + 8576]     ; addresses gf2m_sq51_map near byte 8448
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8512]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8544]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8576]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8608]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8640]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8672]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 29
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8704]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8736]
+    lea          rcx, [rel gf2m_sq51_map + 8832]     ; addresses gf2m_sq51_map near byte 8704
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8768]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8800]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8832]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8864]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8896]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8928]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 28
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8960]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8992]
+    lea          rcx, [rel gf2m_sq51_map + 9088]     ; addresses gf2m_sq51_map near byte 8960
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9024]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9056]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9088]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9120]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9152]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9184]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 27
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9216]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9248]
+    lea          rcx, [rel gf2m_sq51_map + 9344]     ; addresses gf2m_sq51_map near byte 9216
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9280]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9312]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9344]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9376]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9408]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9440]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 26
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9472]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9504]
+    lea          rcx, [rel gf2m_sq51_map + 9600]     ; addresses gf2m_sq51_map near byte 9472
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9536]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9568]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9600]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9632]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9664]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9696]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 25
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9728]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9760]
+    lea          rcx, [rel gf2m_sq51_map + 9856]     ; addresses gf2m_sq51_map near byte 9728
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9792]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9824]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9856]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9888]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9920]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9952]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 24
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9984]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10016]
+    lea          rcx, [rel gf2m_sq51_map + 10112]    ; addresses gf2m_sq51_map near byte 9984
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10048]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10080]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10112]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10144]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10176]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10208]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 23
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10240]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10272]
+    lea          rcx, [rel gf2m_sq51_map + 10368]    ; addresses gf2m_sq51_map near byte 10240
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10304]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10336]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10368]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10400]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10432]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10464]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 22
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10496]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10528]
+    lea          rcx, [rel gf2m_sq51_map + 10624]    ; addresses gf2m_sq51_map near byte 10496
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10560]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10592]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10624]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10656]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10688]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10720]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 21
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10752]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10784]
+    lea          rcx, [rel gf2m_sq51_map + 10880]    ; addresses gf2m_sq51_map near byte 10752
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10816]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10848]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10880]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10912]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10944]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10976]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 20
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11008]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11040]
+    lea          rcx, [rel gf2m_sq51_map + 11136]    ; addresses gf2m_sq51_map near byte 11008
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11072]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11104]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11136]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11168]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11200]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11232]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 19
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11264]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11296]
+    lea          rcx, [rel gf2m_sq51_map + 11392]    ; addresses gf2m_sq51_map near byte 11264
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11328]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11360]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11392]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11424]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11456]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11488]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 18
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11520]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11552]
+    lea          rcx, [rel gf2m_sq51_map + 11648]    ; addresses gf2m_sq51_map near byte 11520
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11584]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11616]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11648]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11680]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11712]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11744]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 17
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11776]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11808]
+    lea          rcx, [rel gf2m_sq51_map + 11904]    ; addresses gf2m_sq51_map near byte 11776
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11840]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11872]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11904]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11936]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11968]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12000]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 16
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12032]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12064]
+    lea          rcx, [rel gf2m_sq51_map + 12160]    ; addresses gf2m_sq51_map near byte 12032
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12096]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12128]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12160]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12192]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12224]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12256]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 15
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12288]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12320]
+    lea          rcx, [rel gf2m_sq51_map + 12416]    ; addresses gf2m_sq51_map near byte 12288
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12352]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12384]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12416]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12448]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12480]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12512]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 14
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12544]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12576]
+    lea          rcx, [rel gf2m_sq51_map + 12672]    ; addresses gf2m_sq51_map near byte 12544
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12608]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12640]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12672]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12704]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12736]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12768]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 13
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12800]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12832]
+    lea          rcx, [rel gf2m_sq51_map + 12928]    ; addresses gf2m_sq51_map near byte 12800
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12864]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12896]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12928]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12960]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12992]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13024]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 12
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13056]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13088]
+    lea          rcx, [rel gf2m_sq51_map + 13184]    ; addresses gf2m_sq51_map near byte 13056
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13120]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13152]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13184]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13216]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13248]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13280]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 11
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13312]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13344]
+    lea          rcx, [rel gf2m_sq51_map + 13440]    ; addresses gf2m_sq51_map near byte 13312
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13376]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13408]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13440]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13472]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13504]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13536]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 10
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13568]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13600]
+    lea          rcx, [rel gf2m_sq51_map + 13696]    ; addresses gf2m_sq51_map near byte 13568
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13632]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13664]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13696]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13728]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13760]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13792]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 9
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13824]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13856]
+    lea          rcx, [rel gf2m_sq51_map + 13952]    ; addresses gf2m_sq51_map near byte 13824
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13888]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13920]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13952]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13984]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14016]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14048]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 8
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14080]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14112]
+    lea          rcx, [rel gf2m_sq51_map + 14208]    ; addresses gf2m_sq51_map near byte 14080
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14144]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14176]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14208]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14240]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14272]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14304]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 7
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14336]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14368]
+    lea          rcx, [rel gf2m_sq51_map + 14464]    ; addresses gf2m_sq51_map near byte 14336
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14400]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14432]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14464]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14496]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14528]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14560]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 6
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14592]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14624]
+    lea          rcx, [rel gf2m_sq51_map + 14720]    ; addresses gf2m_sq51_map near byte 14592
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14656]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14688]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14720]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14752]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14784]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14816]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 5
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14848]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14880]
+    lea          rcx, [rel gf2m_sq51_map + 14976]    ; addresses gf2m_sq51_map near byte 14848
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14912]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14944]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14976]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15008]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15040]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15072]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 4
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15104]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15136]
+    lea          rcx, [rel gf2m_sq51_map + 15232]    ; addresses gf2m_sq51_map near byte 15104
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15168]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15200]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15232]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15264]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15296]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15328]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 3
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15360]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15392]
+    lea          rcx, [rel gf2m_sq51_map + 15488]    ; addresses gf2m_sq51_map near byte 15360
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15424]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15456]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15488]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15520]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15552]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15584]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 2
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15616]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15648]
+    lea          rcx, [rel gf2m_sq51_map + 15744]    ; addresses gf2m_sq51_map near byte 15616
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15680]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15712]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15744]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15776]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15808]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15840]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm2, 1
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15872]
-    vpxor        ymm1, ymm1, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15904]
+    lea          rcx, [rel gf2m_sq51_map + 16000]    ; addresses gf2m_sq51_map near byte 15872
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm1, ymm15, ymm1
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15936]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15968]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 16000]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 16032]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq51_map + 16064]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq51_map + 16096]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpcmpgtq     ymm2, ymm6, ymm2
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16128]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16160]
+    lea          rcx, [rel gf2m_sq51_map + 16256]    ; addresses gf2m_sq51_map near byte 16128
+    vpand        ymm14, ymm2, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm2, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16192]
+    vpand        ymm14, ymm2, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16224]
+    vpand        ymm14, ymm2, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16256]
+    vpand        ymm14, ymm2, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16288]
+    vpand        ymm14, ymm2, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16320]
+    vpand        ymm14, ymm2, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm2, ymm2, [rel gf2m_sq51_map + 16352]
+    vpand        ymm2, ymm2, [rcx + 96]
     vpxor        ymm2, ymm7, ymm2
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16384]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16416]
+    lea          rcx, [rel gf2m_sq51_map + 16512]    ; addresses gf2m_sq51_map near byte 16384
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16448]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16480]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16512]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16544]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16576]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 16608]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16640]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16672]
+    lea          rcx, [rel gf2m_sq51_map + 16768]    ; addresses gf2m_sq51_map near byte 16640
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16704]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16736]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16768]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16800]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16832]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 16864]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16896]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16928]
+    lea          rcx, [rel gf2m_sq51_map + 17024]    ; addresses gf2m_sq51_map near byte 16896
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16960]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16992]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17024]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17056]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17088]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17120]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17152]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17184]
+    lea          rcx, [rel gf2m_sq51_map + 17280]    ; addresses gf2m_sq51_map near byte 17152
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17216]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17248]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17280]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17312]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17344]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17376]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17408]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17440]
+    lea          rcx, [rel gf2m_sq51_map + 17536]    ; addresses gf2m_sq51_map near byte 17408
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17472]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17504]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17536]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17568]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17600]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17632]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17664]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17696]
+    lea          rcx, [rel gf2m_sq51_map + 17792]    ; addresses gf2m_sq51_map near byte 17664
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17728]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17760]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17792]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17824]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17856]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17888]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17920]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17952]
+    lea          rcx, [rel gf2m_sq51_map + 18048]    ; addresses gf2m_sq51_map near byte 17920
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17984]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18016]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18048]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18080]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18112]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18144]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18176]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18208]
+    lea          rcx, [rel gf2m_sq51_map + 18304]    ; addresses gf2m_sq51_map near byte 18176
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18240]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18272]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18304]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18336]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18368]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18400]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18432]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18464]
+    lea          rcx, [rel gf2m_sq51_map + 18560]    ; addresses gf2m_sq51_map near byte 18432
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18496]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18528]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18560]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18592]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18624]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18656]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18688]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18720]
+    lea          rcx, [rel gf2m_sq51_map + 18816]    ; addresses gf2m_sq51_map near byte 18688
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18752]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18784]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18816]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18848]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18880]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18912]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18944]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18976]
+    lea          rcx, [rel gf2m_sq51_map + 19072]    ; addresses gf2m_sq51_map near byte 18944
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19008]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19040]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19072]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19104]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19136]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19168]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19200]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19232]
+    lea          rcx, [rel gf2m_sq51_map + 19328]    ; addresses gf2m_sq51_map near byte 19200
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19264]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19296]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19328]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19360]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19392]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19424]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19456]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19488]
+    lea          rcx, [rel gf2m_sq51_map + 19584]    ; addresses gf2m_sq51_map near byte 19456
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19520]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19552]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19584]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19616]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19648]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19680]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19712]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19744]
+    lea          rcx, [rel gf2m_sq51_map + 19840]    ; addresses gf2m_sq51_map near byte 19712
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19776]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19808]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19840]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19872]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19904]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19936]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19968]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20000]
+    lea          rcx, [rel gf2m_sq51_map + 20096]    ; addresses gf2m_sq51_map near byte 19968
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20032]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20064]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20096]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20128]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20160]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20192]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20224]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20256]
+    lea          rcx, [rel gf2m_sq51_map + 20352]    ; addresses gf2m_sq51_map near byte 20224
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20288]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20320]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20352]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20384]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20416]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20448]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20480]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20512]
+    lea          rcx, [rel gf2m_sq51_map + 20608]    ; addresses gf2m_sq51_map near byte 20480
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20544]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20576]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20608]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20640]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20672]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20704]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20736]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20768]
+    lea          rcx, [rel gf2m_sq51_map + 20864]    ; addresses gf2m_sq51_map near byte 20736
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20800]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20832]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20864]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20896]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20928]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20960]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20992]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21024]
+    lea          rcx, [rel gf2m_sq51_map + 21120]    ; addresses gf2m_sq51_map near byte 20992
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21056]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21088]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21120]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21152]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21184]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21216]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21248]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21280]
+    lea          rcx, [rel gf2m_sq51_map + 21376]    ; addresses gf2m_sq51_map near byte 21248
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21312]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21344]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21376]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21408]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21440]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21472]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21504]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21536]
+    lea          rcx, [rel gf2m_sq51_map + 21632]    ; addresses gf2m_sq51_map near byte 21504
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21568]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21600]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21632]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21664]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21696]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21728]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21760]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21792]
+    lea          rcx, [rel gf2m_sq51_map + 21888]    ; addresses gf2m_sq51_map near byte 21760
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21824]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21856]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21888]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21920]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21952]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21984]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22016]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22048]
+    lea          rcx, [rel gf2m_sq51_map + 22144]    ; addresses gf2m_sq51_map near byte 22016
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22080]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22112]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22144]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22176]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22208]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22240]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22272]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22304]
+    lea          rcx, [rel gf2m_sq51_map + 22400]    ; addresses gf2m_sq51_map near byte 22272
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22336]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22368]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22400]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22432]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22464]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22496]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22528]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22560]
+    lea          rcx, [rel gf2m_sq51_map + 22656]    ; addresses gf2m_sq51_map near byte 22528
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22592]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22624]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22656]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22688]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22720]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22752]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22784]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22816]
+    lea          rcx, [rel gf2m_sq51_map + 22912]    ; addresses gf2m_sq51_map near byte 22784
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22848]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22880]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22912]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22944]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22976]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23008]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23040]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23072]
+    lea          rcx, [rel gf2m_sq51_map + 23168]    ; addresses gf2m_sq51_map near byte 23040
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23104]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23136]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23168]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23200]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23232]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23264]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23296]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23328]
+    lea          rcx, [rel gf2m_sq51_map + 23424]    ; addresses gf2m_sq51_map near byte 23296
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23360]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23392]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23424]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23456]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23488]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23520]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23552]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23584]
+    lea          rcx, [rel gf2m_sq51_map + 23680]    ; addresses gf2m_sq51_map near byte 23552
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23616]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23648]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23680]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23712]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23744]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23776]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23808]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23840]
+    lea          rcx, [rel gf2m_sq51_map + 23936]    ; addresses gf2m_sq51_map near byte 23808
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23872]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23904]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23936]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23968]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24000]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24032]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24064]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24096]
+    lea          rcx, [rel gf2m_sq51_map + 24192]    ; addresses gf2m_sq51_map near byte 24064
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24128]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24160]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24192]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24224]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24256]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24288]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24320]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24352]
+    lea          rcx, [rel gf2m_sq51_map + 24448]    ; addresses gf2m_sq51_map near byte 24320
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24384]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24416]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24448]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24480]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24512]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24544]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24576]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24608]
+    lea          rcx, [rel gf2m_sq51_map + 24704]    ; addresses gf2m_sq51_map near byte 24576
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24640]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24672]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24704]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24736]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24768]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24800]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24832]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24864]
+    lea          rcx, [rel gf2m_sq51_map + 24960]    ; addresses gf2m_sq51_map near byte 24832
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24896]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24928]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24960]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24992]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25024]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25056]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25088]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25120]
+    lea          rcx, [rel gf2m_sq51_map + 25216]    ; addresses gf2m_sq51_map near byte 25088
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25152]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25184]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25216]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25248]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25280]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25312]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25344]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25376]
+    lea          rcx, [rel gf2m_sq51_map + 25472]    ; addresses gf2m_sq51_map near byte 25344
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25408]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25440]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25472]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25504]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25536]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25568]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25600]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25632]
+    lea          rcx, [rel gf2m_sq51_map + 25728]    ; addresses gf2m_sq51_map near byte 25600
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25664]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25696]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25728]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25760]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25792]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25824]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25856]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25888]
+    lea          rcx, [rel gf2m_sq51_map + 25984]    ; addresses gf2m_sq51_map near byte 25856
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25920]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25952]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25984]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26016]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26048]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26080]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26112]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26144]
+    lea          rcx, [rel gf2m_sq51_map + 26240]    ; addresses gf2m_sq51_map near byte 26112
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26176]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26208]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26240]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26272]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26304]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26336]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26368]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26400]
+    lea          rcx, [rel gf2m_sq51_map + 26496]    ; addresses gf2m_sq51_map near byte 26368
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26432]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26464]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26496]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26528]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26560]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26592]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26624]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26656]
+    lea          rcx, [rel gf2m_sq51_map + 26752]    ; addresses gf2m_sq51_map near byte 26624
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26688]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26720]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26752]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26784]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26816]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26848]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26880]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26912]
+    lea          rcx, [rel gf2m_sq51_map + 27008]    ; addresses gf2m_sq51_map near byte 26880
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26944]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26976]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27008]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27040]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27072]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27104]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27136]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27168]
+    lea          rcx, [rel gf2m_sq51_map + 27264]    ; addresses gf2m_sq51_map near byte 27136
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27200]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27232]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27264]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27296]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27328]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27360]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27392]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27424]
+    lea          rcx, [rel gf2m_sq51_map + 27520]    ; addresses gf2m_sq51_map near byte 27392
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27456]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27488]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27520]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27552]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27584]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27616]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27648]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27680]
+    lea          rcx, [rel gf2m_sq51_map + 27776]    ; addresses gf2m_sq51_map near byte 27648
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27712]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27744]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27776]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27808]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27840]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27872]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27904]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27936]
+    lea          rcx, [rel gf2m_sq51_map + 28032]    ; addresses gf2m_sq51_map near byte 27904
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27968]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28000]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28032]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28064]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28096]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28128]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28160]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28192]
+    lea          rcx, [rel gf2m_sq51_map + 28288]    ; addresses gf2m_sq51_map near byte 28160
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28224]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28256]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28288]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28320]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28352]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28384]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28416]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28448]
+    lea          rcx, [rel gf2m_sq51_map + 28544]    ; addresses gf2m_sq51_map near byte 28416
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28480]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28512]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28544]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28576]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28608]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28640]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28672]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28704]
+    lea          rcx, [rel gf2m_sq51_map + 28800]    ; addresses gf2m_sq51_map near byte 28672
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28736]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28768]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28800]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28832]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28864]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28896]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28928]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28960]
+    lea          rcx, [rel gf2m_sq51_map + 29056]    ; addresses gf2m_sq51_map near byte 28928
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28992]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29024]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29056]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29088]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29120]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29152]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29184]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29216]
+    lea          rcx, [rel gf2m_sq51_map + 29312]    ; addresses gf2m_sq51_map near byte 29184
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29248]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29280]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29312]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29344]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29376]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29408]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29440]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29472]
+    lea          rcx, [rel gf2m_sq51_map + 29568]    ; addresses gf2m_sq51_map near byte 29440
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29504]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29536]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29568]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29600]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29632]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29664]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29696]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29728]
+    lea          rcx, [rel gf2m_sq51_map + 29824]    ; addresses gf2m_sq51_map near byte 29696
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29760]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29792]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29824]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29856]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29888]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29920]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29952]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29984]
+    lea          rcx, [rel gf2m_sq51_map + 30080]    ; addresses gf2m_sq51_map near byte 29952
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30016]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30048]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30080]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30112]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30144]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30176]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30208]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30240]
+    lea          rcx, [rel gf2m_sq51_map + 30336]    ; addresses gf2m_sq51_map near byte 30208
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30272]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30304]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30336]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30368]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30400]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30432]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30464]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30496]
+    lea          rcx, [rel gf2m_sq51_map + 30592]    ; addresses gf2m_sq51_map near byte 30464
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30528]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30560]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30592]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30624]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30656]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30688]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30720]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30752]
+    lea          rcx, [rel gf2m_sq51_map + 30848]    ; addresses gf2m_sq51_map near byte 30720
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30784]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30816]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30848]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30880]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30912]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30944]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30976]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31008]
+    lea          rcx, [rel gf2m_sq51_map + 31104]    ; addresses gf2m_sq51_map near byte 30976
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31040]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31072]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31104]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31136]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31168]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31200]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31232]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31264]
+    lea          rcx, [rel gf2m_sq51_map + 31360]    ; addresses gf2m_sq51_map near byte 31232
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31296]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31328]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31360]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31392]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31424]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31456]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31488]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31520]
+    lea          rcx, [rel gf2m_sq51_map + 31616]    ; addresses gf2m_sq51_map near byte 31488
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31552]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31584]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31616]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31648]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31680]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31712]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31744]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31776]
+    lea          rcx, [rel gf2m_sq51_map + 31872]    ; addresses gf2m_sq51_map near byte 31744
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31808]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31840]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31872]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31904]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31936]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31968]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32000]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32032]
+    lea          rcx, [rel gf2m_sq51_map + 32128]    ; addresses gf2m_sq51_map near byte 32000
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32064]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32096]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32128]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32160]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32192]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 32224]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32256]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32288]
+    lea          rcx, [rel gf2m_sq51_map + 32384]    ; addresses gf2m_sq51_map near byte 32256
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm1, ymm14, ymm1
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32320]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32352]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32384]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32416]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32448]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq51_map + 32480]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm2, ymm2, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
-    vpand        ymm6, ymm5, [rel gf2m_sq51_map + 32512]
+    lea          rcx, [rel gf2m_sq51_map + 32640]    ; addresses gf2m_sq51_map near byte 32512
+    vpand        ymm6, ymm5, [rcx - 128]
     vpxor        ymm1, ymm1, ymm6
-    vpand        ymm6, ymm5, [rel gf2m_sq51_map + 32544]
+    vpand        ymm6, ymm5, [rcx - 96]
     vpxor        ymm6, ymm8, ymm6
-    vpand        ymm7, ymm5, [rel gf2m_sq51_map + 32576]
+    vpand        ymm7, ymm5, [rcx - 64]
     vpxor        ymm7, ymm9, ymm7
-    vpand        ymm8, ymm5, [rel gf2m_sq51_map + 32608]
+    vpand        ymm8, ymm5, [rcx - 32]
     vpxor        ymm8, ymm10, ymm8
-    vpand        ymm9, ymm5, [rel gf2m_sq51_map + 32640]
+    vpand        ymm9, ymm5, [rcx]
     vpxor        ymm9, ymm11, ymm9
-    vpand        ymm10, ymm5, [rel gf2m_sq51_map + 32672]
+    vpand        ymm10, ymm5, [rcx + 32]
     vpxor        ymm10, ymm12, ymm10
-    vpand        ymm11, ymm5, [rel gf2m_sq51_map + 32704]
+    vpand        ymm11, ymm5, [rcx + 64]
     vpxor        ymm11, ymm13, ymm11
-    vpand        ymm5, ymm5, [rel gf2m_sq51_map + 32736]
+    vpand        ymm5, ymm5, [rcx + 96]
     vpxor        ymm2, ymm2, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
@@ -15162,18 +13788,18 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm5, xmm4, 0
     vpclmulqdq   xmm8, xmm5, xmm4, 17
     vpshufd      xmm9, xmm5, 78
-    vpxor        xmm9, xmm5, xmm9
+    vpxor        xmm9, xmm9, xmm5
     vpshufd      xmm10, xmm4, 78
-    vpxor        xmm10, xmm4, xmm10
+    vpxor        xmm10, xmm10, xmm4
     vpclmulqdq   xmm9, xmm9, xmm10, 0
     vpxor        xmm9, xmm9, xmm7
     vpxor        xmm9, xmm9, xmm8
     vpclmulqdq   xmm10, xmm1, xmm3, 0
     vpclmulqdq   xmm11, xmm1, xmm3, 17
     vpshufd      xmm12, xmm1, 78
-    vpxor        xmm12, xmm1, xmm12
+    vpxor        xmm12, xmm12, xmm1
     vpshufd      xmm13, xmm3, 78
-    vpxor        xmm13, xmm3, xmm13
+    vpxor        xmm13, xmm13, xmm3
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
@@ -15188,21 +13814,21 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm13, xmm14, 78
     vpxor        xmm13, xmm14, xmm13
     vpclmulqdq   xmm4, xmm4, xmm13, 0
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm4, xmm4, xmm3
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm15, xmm7
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm8, xmm3
     vpclmulqdq   xmm8, xmm6, xmm0, 0
     vpclmulqdq   xmm13, xmm6, xmm0, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
+    vpxor        xmm15, xmm15, xmm0
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm8
     vpxor        xmm14, xmm14, xmm13
@@ -15217,17 +13843,17 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm4, xmm10, 17
     vmovdqa      [rsp + 64], xmm11                   ; spill
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm4, xmm11, xmm4
     vpshufd      xmm11, xmm10, 78
     vpxor        xmm10, xmm10, xmm11
     vpclmulqdq   xmm4, xmm4, xmm10, 0
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm10, xmm13, xmm15
     vpxor        xmm9, xmm8, xmm9
     vpxor        xmm9, xmm9, xmm10
     vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm1, xmm1, xmm2
     vmovdqa      xmm2, [rsp + 160]                   ; reload
@@ -15237,9 +13863,9 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm5, xmm0, 0
     vpclmulqdq   xmm10, xmm5, xmm0, 17
     vpshufd      xmm11, xmm5, 78
-    vpxor        xmm11, xmm5, xmm11
+    vpxor        xmm11, xmm11, xmm5
     vpshufd      xmm13, xmm0, 78
-    vpxor        xmm13, xmm0, xmm13
+    vpxor        xmm13, xmm13, xmm0
     vpclmulqdq   xmm11, xmm11, xmm13, 0
     vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
@@ -15252,8 +13878,8 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm4, xmm2, 78
     vpxor        xmm4, xmm2, xmm4
     vpclmulqdq   xmm4, xmm7, xmm4, 0
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm1, xmm5, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm0, 0
@@ -15270,12 +13896,12 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm2, xmm2, xmm1
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm5, xmm12, xmm14
     vmovdqa      xmm7, [rsp + 64]                    ; reload
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vmovdqa      xmm8, [rsp + 352]                   ; reload
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm6, xmm6, xmm3
@@ -15297,9 +13923,9 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm7, xmm12, xmm9, 8
     vpxor        xmm7, xmm11, xmm7
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm8, xmm2
     vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vmovdqa      xmm1, [rsp + 256]                   ; reload
@@ -15317,14 +13943,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm9, xmm2
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm1, xmm1, 8
@@ -15334,13 +13960,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm7, xmm14, xmm7
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -15349,10 +13975,12 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rcx - 128]
     vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
-    vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]
+    lea          rcx, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpand        xmm6, xmm2, [rcx - 128]
     vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
     vpbroadcastq ymm5, xmm3
@@ -15370,2303 +13998,2432 @@ kg_gf2m409_inv_avx2:
     vpblendd     ymm3, ymm3, ymm8, 192
     vpblendd     ymm5, ymm9, ymm10, 12
     vpblendd     ymm5, ymm5, ymm6, 48
-    vmovdqu      ymm6, [rel gf2m_zero4]
+    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
+    vmovdqu      ymm6, [rcx - 128]
     vpblendd     ymm5, ymm5, ymm6, 192
-    vmovdqu      ymm6, [rel gf2m_zero4]
+    vmovdqu      ymm6, [rcx - 128]
     vpsllq       ymm7, ymm3, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm8, ymm7, [rel gf2m_sq102_map]
-    vpand        ymm9, ymm7, [rel gf2m_sq102_map + 32]
-    vpand        ymm10, ymm7, [rel gf2m_sq102_map + 64]
-    vpand        ymm11, ymm7, [rel gf2m_sq102_map + 96]
-    vpand        ymm12, ymm7, [rel gf2m_sq102_map + 128]
-    vpand        ymm13, ymm7, [rel gf2m_sq102_map + 160]
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 192]
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 224]
+    lea          rcx, [rel gf2m_sq102_map + 128]     ; addresses gf2m_sq102_map near byte 0
+    vpand        ymm8, ymm7, [rcx - 128]
+    vpand        ymm9, ymm7, [rcx - 96]
+    vpand        ymm10, ymm7, [rcx - 64]
+    vpand        ymm11, ymm7, [rcx - 32]
+    vpand        ymm12, ymm7, [rcx]
+    vpand        ymm13, ymm7, [rcx + 32]
+    vpand        ymm14, ymm7, [rcx + 64]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpsllq       ymm15, ymm3, 62
     vpcmpgtq     ymm15, ymm6, ymm15
     vmovdqa      [rsp], xmm2                         ; spill
-    vpand        ymm2, ymm15, [rel gf2m_sq102_map + 256]
+    lea          rcx, [rel gf2m_sq102_map + 384]     ; addresses gf2m_sq102_map near byte 256
+    vpand        ymm2, ymm15, [rcx - 128]
     vpxor        ymm2, ymm8, ymm2
-    vpand        ymm8, ymm15, [rel gf2m_sq102_map + 288]
+    vpand        ymm8, ymm15, [rcx - 96]
     vpxor        ymm8, ymm9, ymm8
-    vpand        ymm9, ymm15, [rel gf2m_sq102_map + 320]
+    vpand        ymm9, ymm15, [rcx - 64]
     vpxor        ymm9, ymm10, ymm9
-    vpand        ymm10, ymm15, [rel gf2m_sq102_map + 352]
+    vpand        ymm10, ymm15, [rcx - 32]
     vpxor        ymm10, ymm11, ymm10
-    vpand        ymm11, ymm15, [rel gf2m_sq102_map + 384]
+    vpand        ymm11, ymm15, [rcx]
     vpxor        ymm11, ymm12, ymm11
-    vpand        ymm12, ymm15, [rel gf2m_sq102_map + 416]
+    vpand        ymm12, ymm15, [rcx + 32]
     vpxor        ymm12, ymm13, ymm12
-    vpand        ymm13, ymm15, [rel gf2m_sq102_map + 448]
+    vpand        ymm13, ymm15, [rcx + 64]
     vpxor        ymm13, ymm14, ymm13
-    vpand        ymm14, ymm15, [rel gf2m_sq102_map + 480]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm15, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 61
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 512]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 544]
+    lea          rcx, [rel gf2m_sq102_map + 640]     ; addresses gf2m_sq102_map near byte 512
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 576]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 608]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 640]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 672]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 704]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 736]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 60
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 768]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 800]
+    lea          rcx, [rel gf2m_sq102_map + 896]     ; addresses gf2m_sq102_map near byte 768
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 832]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 864]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 896]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 928]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 960]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 992]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 59
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1024]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1056]
+    lea          rcx, [rel gf2m_sq102_map + 1152]    ; addresses gf2m_sq102_map near byte 1024
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1088]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1120]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1152]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1184]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1216]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1248]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 58
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1280]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1312]
+    lea          rcx, [rel gf2m_sq102_map + 1408]    ; addresses gf2m_sq102_map near byte 1280
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1344]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1376]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1408]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1440]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1472]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1504]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 57
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1536]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1568]
+    lea          rcx, [rel gf2m_sq102_map + 1664]    ; addresses gf2m_sq102_map near byte 1536
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1600]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1632]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1664]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1696]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1728]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1760]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 56
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1792]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1824]
+    lea          rcx, [rel gf2m_sq102_map + 1920]    ; addresses gf2m_sq102_map near byte 1792
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1856]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1888]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1920]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1952]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1984]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2016]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 55
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2048]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2080]
+    lea          rcx, [rel gf2m_sq102_map + 2176]    ; addresses gf2m_sq102_map near byte 2048
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2112]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2144]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2176]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2208]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2240]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2272]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 54
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2304]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2336]
+    lea          rcx, [rel gf2m_sq102_map + 2432]    ; addresses gf2m_sq102_map near byte 2304
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2368]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2400]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2432]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2464]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2496]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2528]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 53
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2560]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2592]
+    lea          rcx, [rel gf2m_sq102_map + 2688]    ; addresses gf2m_sq102_map near byte 2560
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2624]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2656]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2688]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2720]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2752]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2784]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 52
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2816]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2848]
+    lea          rcx, [rel gf2m_sq102_map + 2944]    ; addresses gf2m_sq102_map near byte 2816
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2880]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2912]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2944]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2976]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3008]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3040]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 51
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3072]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3104]
+    lea          rcx, [rel gf2m_sq102_map + 3200]    ; addresses gf2m_sq102_map near byte 3072
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3136]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3168]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3200]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3232]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3264]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3296]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 50
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3328]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3360]
+    lea          rcx, [rel gf2m_sq102_map + 3456]    ; addresses gf2m_sq102_map near byte 3328
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3392]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3424]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3456]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3488]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3520]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3552]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 49
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3584]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3616]
+    lea          rcx, [rel gf2m_sq102_map + 3712]    ; addresses gf2m_sq102_map near byte 3584
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3648]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3680]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3712]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3744]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3776]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3808]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 48
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3840]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3872]
+    lea          rcx, [rel gf2m_sq102_map + 3968]    ; addresses gf2m_sq102_map near byte 3840
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3904]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3936]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3968]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4000]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4032]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4064]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 47
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4096]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4128]
+    lea          rcx, [rel gf2m_sq102_map + 4224]    ; addresses gf2m_sq102_map near byte 4096
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4160]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4192]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4224]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4256]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4288]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4320]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 46
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4352]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4384]
+    lea          rcx, [rel gf2m_sq102_map + 4480]    ; addresses gf2m_sq102_map near byte 4352
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4416]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4448]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4480]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4512]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4544]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4576]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 45
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4608]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4640]
+    lea          rcx, [rel gf2m_sq102_map + 4736]    ; addresses gf2m_sq102_map near byte 4608
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4672]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4704]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4736]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4768]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4800]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4832]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 44
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4864]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4896]
+    lea          rcx, [rel gf2m_sq102_map + 4992]    ; addresses gf2m_sq102_map near byte 4864
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4928]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4960]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4992]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5024]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5056]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5088]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 43
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5120]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5152]
+    lea          rcx, [rel gf2m_sq102_map + 5248]    ; addresses gf2m_sq102_map near byte 5120
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5184]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5216]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5248]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5280]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5312]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5344]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 42
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5376]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5408]
+    lea          rcx, [rel gf2m_sq102_map + 5504]    ; addresses gf2m_sq102_map near byte 5376
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5440]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5472]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5504]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5536]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5568]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5600]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 41
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5632]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5664]
+    lea          rcx, [rel gf2m_sq102_map + 5760]    ; addresses gf2m_sq102_map near byte 5632
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5696]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5728]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5760]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5792]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5824]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5856]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 40
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5888]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5920]
+    lea          rcx, [rel gf2m_sq102_map + 6016]    ; addresses gf2m_sq102_map near byte 5888
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5952]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5984]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6016]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6048]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6080]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6112]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 39
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6144]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6176]
+    lea          rcx, [rel gf2m_sq102_map + 6272]    ; addresses gf2m_sq102_map near byte 6144
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6208]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6240]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6272]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6304]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6336]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6368]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 38
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6400]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6432]
+    lea          rcx, [rel gf2m_sq102_map + 6528]    ; addresses gf2m_sq102_map near byte 6400
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6464]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6496]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6528]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6560]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6592]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6624]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 37
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6656]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6688]
+    lea          rcx, [rel gf2m_sq102_map + 6784]    ; addresses gf2m_sq102_map near byte 6656
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6720]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6752]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6784]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6816]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6848]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6880]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 36
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6912]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6944]
+    lea          rcx, [rel gf2m_sq102_map + 7040]    ; addresses gf2m_sq102_map near byte 6912
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6976]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7008]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7040]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7072]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7104]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7136]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 35
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7168]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7200]
+    lea          rcx, [rel gf2m_sq102_map + 7296]    ; addresses gf2m_sq102_map near byte 7168
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7232]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7264]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7296]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7328]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7360]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7392]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 34
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7424]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7456]
+    lea          rcx, [rel gf2m_sq102_map + 7552]    ; addresses gf2m_sq102_map near byte 7424
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7488]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7520]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7552]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7584]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7616]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7648]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 33
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7680]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7712]
+    lea          rcx, [rel gf2m_sq102_map + 7808]    ; addresses gf2m_sq102_map near byte 7680
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7744]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7776]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7808]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7840]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7872]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7904]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 32
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7936]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7968]
+    lea          rcx, [rel gf2m_sq102_map + 8064]    ; addresses gf2m_sq102_map near byte 7936
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8000]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8032]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8064]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8096]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8128]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8160]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 31
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8192]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8224]
+    lea          rcx, [rel gf2m_sq102_map + 8320]    ; addresses gf2m_sq102_map near byte 8192
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8256]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8288]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8320]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8352]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8384]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8416]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 30
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8448]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8480]
+    lea          rcx, [rel gf2m_sq102_map + 8576]    ; addresses gf2m_sq102_map near byte 8448
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8512]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8544]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8576]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8608]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8640]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8672]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 29
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8704]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8736]
+    lea          rcx, [rel gf2m_sq102_map + 8832]    ; addresses gf2m_sq102_map near byte 8704
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8768]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8800]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8832]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8864]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8896]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8928]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 28
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8960]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8992]
+    lea          rcx, [rel gf2m_sq102_map + 9088]    ; addresses gf2m_sq102_map near byte 8960
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9024]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9056]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9088]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9120]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9152]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9184]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 27
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9216]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9248]
+    lea          rcx, [rel gf2m_sq102_map + 9344]    ; addresses gf2m_sq102_map near byte 9216
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9280]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9312]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9344]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9376]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9408]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9440]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 26
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9472]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9504]
+    lea          rcx, [rel gf2m_sq102_map + 9600]    ; addresses gf2m_sq102_map near byte 9472
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9536]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9568]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9600]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9632]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9664]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9696]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 25
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9728]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9760]
+    lea          rcx, [rel gf2m_sq102_map + 9856]    ; addresses gf2m_sq102_map near byte 9728
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9792]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9824]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9856]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9888]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9920]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9952]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 24
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9984]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10016]
+    lea          rcx, [rel gf2m_sq102_map + 10112]   ; addresses gf2m_sq102_map near byte 9984
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10048]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10080]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10112]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10144]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10176]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10208]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 23
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10240]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10272]
+    lea          rcx, [rel gf2m_sq102_map + 10368]   ; addresses gf2m_sq102_map near byte 10240
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10304]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10336]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10368]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10400]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10432]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10464]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 22
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10496]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10528]
+    lea          rcx, [rel gf2m_sq102_map + 10624]   ; addresses gf2m_sq102_map near byte 10496
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10560]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10592]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10624]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10656]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10688]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10720]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 21
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10752]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10784]
+    lea          rcx, [rel gf2m_sq102_map + 10880]   ; addresses gf2m_sq102_map near byte 10752
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10816]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10848]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10880]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10912]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10944]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10976]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 20
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11008]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11040]
+    lea          rcx, [rel gf2m_sq102_map + 11136]   ; addresses gf2m_sq102_map near byte 11008
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11072]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11104]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11136]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11168]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11200]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11232]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 19
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11264]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11296]
+    lea          rcx, [rel gf2m_sq102_map + 11392]   ; addresses gf2m_sq102_map near byte 11264
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11328]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11360]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11392]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11424]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11456]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11488]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 18
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11520]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11552]
+    lea          rcx, [rel gf2m_sq102_map + 11648]   ; addresses gf2m_sq102_map near byte 11520
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11584]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11616]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11648]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11680]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11712]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11744]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 17
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11776]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11808]
+    lea          rcx, [rel gf2m_sq102_map + 11904]   ; addresses gf2m_sq102_map near byte 11776
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11840]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11872]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11904]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11936]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11968]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12000]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 16
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12032]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12064]
+    lea          rcx, [rel gf2m_sq102_map + 12160]   ; addresses gf2m_sq102_map near byte 12032
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12096]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12128]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12160]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12192]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12224]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12256]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 15
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12288]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12320]
+    lea          rcx, [rel gf2m_sq102_map + 12416]   ; addresses gf2m_sq102_map near byte 12288
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12352]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12384]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12416]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12448]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12480]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12512]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 14
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12544]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12576]
+    lea          rcx, [rel gf2m_sq102_map + 12672]   ; addresses gf2m_sq102_map near byte 12544
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12608]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12640]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12672]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12704]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12736]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12768]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 13
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12800]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12832]
+    lea          rcx, [rel gf2m_sq102_map + 12928]   ; addresses gf2m_sq102_map near byte 12800
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12864]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12896]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12928]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12960]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12992]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13024]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 12
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13056]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13088]
+    lea          rcx, [rel gf2m_sq102_map + 13184]   ; addresses gf2m_sq102_map near byte 13056
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13120]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13152]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13184]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13216]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13248]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13280]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 11
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13312]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13344]
+    lea          rcx, [rel gf2m_sq102_map + 13440]   ; addresses gf2m_sq102_map near byte 13312
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13376]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13408]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13440]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13472]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13504]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13536]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 10
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13568]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13600]
+    lea          rcx, [rel gf2m_sq102_map + 13696]   ; addresses gf2m_sq102_map near byte 13568
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13632]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13664]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13696]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13728]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13760]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13792]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 9
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13824]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13856]
+    lea          rcx, [rel gf2m_sq102_map + 13952]   ; addresses gf2m_sq102_map near byte 13824
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13888]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13920]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13952]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13984]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14016]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14048]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 8
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14080]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14112]
+    lea          rcx, [rel gf2m_sq102_map + 14208]   ; addresses gf2m_sq102_map near byte 14080
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14144]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14176]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14208]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14240]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14272]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14304]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 7
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14336]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14368]
+    lea          rcx, [rel gf2m_sq102_map + 14464]   ; addresses gf2m_sq102_map near byte 14336
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14400]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14432]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14464]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14496]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14528]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14560]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 6
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14592]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14624]
+    lea          rcx, [rel gf2m_sq102_map + 14720]   ; addresses gf2m_sq102_map near byte 14592
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14656]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14688]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14720]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14752]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14784]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14816]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 5
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14848]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14880]
+    lea          rcx, [rel gf2m_sq102_map + 14976]   ; addresses gf2m_sq102_map near byte 14848
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14912]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14944]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14976]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15008]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15040]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15072]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 4
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15104]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15136]
+    lea          rcx, [rel gf2m_sq102_map + 15232]   ; addresses gf2m_sq102_map near byte 15104
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15168]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15200]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15232]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15264]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15296]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15328]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 3
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15360]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15392]
+    lea          rcx, [rel gf2m_sq102_map + 15488]   ; addresses gf2m_sq102_map near byte 15360
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15424]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15456]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15488]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15520]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15552]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15584]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 2
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15616]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15648]
+    lea          rcx, [rel gf2m_sq102_map + 15744]   ; addresses gf2m_sq102_map near byte 15616
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15680]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15712]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15744]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15776]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15808]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15840]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 1
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15872]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15904]
+    lea          rcx, [rel gf2m_sq102_map + 16000]   ; addresses gf2m_sq102_map near byte 15872
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15936]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15968]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 16000]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 16032]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq102_map + 16064]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq102_map + 16096]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpcmpgtq     ymm3, ymm6, ymm3
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16128]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16160]
+    lea          rcx, [rel gf2m_sq102_map + 16256]   ; addresses gf2m_sq102_map near byte 16128
+    vpand        ymm14, ymm3, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm3, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16192]
+    vpand        ymm14, ymm3, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16224]
+    vpand        ymm14, ymm3, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16256]
+    vpand        ymm14, ymm3, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16288]
+    vpand        ymm14, ymm3, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16320]
+    vpand        ymm14, ymm3, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm3, ymm3, [rel gf2m_sq102_map + 16352]
+    vpand        ymm3, ymm3, [rcx + 96]
     vpxor        ymm3, ymm7, ymm3
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16384]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16416]
+    lea          rcx, [rel gf2m_sq102_map + 16512]   ; addresses gf2m_sq102_map near byte 16384
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16448]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16480]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16512]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16544]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16576]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 16608]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16640]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16672]
+    lea          rcx, [rel gf2m_sq102_map + 16768]   ; addresses gf2m_sq102_map near byte 16640
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16704]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16736]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16768]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16800]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16832]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 16864]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16896]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16928]
+    lea          rcx, [rel gf2m_sq102_map + 17024]   ; addresses gf2m_sq102_map near byte 16896
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16960]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16992]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17024]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17056]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17088]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17120]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17152]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17184]
+    lea          rcx, [rel gf2m_sq102_map + 17280]   ; addresses gf2m_sq102_map near byte 17152
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17216]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17248]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17280]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17312]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17344]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17376]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17408]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17440]
+    lea          rcx, [rel gf2m_sq102_map + 17536]   ; addresses gf2m_sq102_map near byte 17408
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17472]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17504]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17536]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17568]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17600]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17632]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17664]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17696]
+    lea          rcx, [rel gf2m_sq102_map + 17792]   ; addresses gf2m_sq102_map near byte 17664
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17728]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17760]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17792]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17824]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17856]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17888]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17920]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17952]
+    lea          rcx, [rel gf2m_sq102_map + 18048]   ; addresses gf2m_sq102_map near byte 17920
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17984]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18016]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18048]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18080]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18112]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18144]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18176]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18208]
+    lea          rcx, [rel gf2m_sq102_map + 18304]   ; addresses gf2m_sq102_map near byte 18176
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18240]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18272]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18304]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18336]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18368]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18400]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18432]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18464]
+    lea          rcx, [rel gf2m_sq102_map + 18560]   ; addresses gf2m_sq102_map near byte 18432
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18496]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18528]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18560]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18592]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18624]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18656]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18688]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18720]
+    lea          rcx, [rel gf2m_sq102_map + 18816]   ; addresses gf2m_sq102_map near byte 18688
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18752]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18784]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18816]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18848]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18880]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18912]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18944]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18976]
+    lea          rcx, [rel gf2m_sq102_map + 19072]   ; addresses gf2m_sq102_map near byte 18944
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19008]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19040]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19072]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19104]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19136]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19168]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19200]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19232]
+    lea          rcx, [rel gf2m_sq102_map + 19328]   ; addresses gf2m_sq102_map near byte 19200
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19264]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19296]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19328]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19360]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19392]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19424]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19456]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19488]
+    lea          rcx, [rel gf2m_sq102_map + 19584]   ; addresses gf2m_sq102_map near byte 19456
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19520]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19552]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19584]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19616]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19648]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19680]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19712]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19744]
+    lea          rcx, [rel gf2m_sq102_map + 19840]   ; addresses gf2m_sq102_map near byte 19712
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19776]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19808]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19840]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19872]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19904]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19936]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19968]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20000]
+    lea          rcx, [rel gf2m_sq102_map + 20096]   ; addresses gf2m_sq102_map near byte 19968
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20032]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20064]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20096]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20128]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20160]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20192]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20224]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20256]
+    lea          rcx, [rel gf2m_sq102_map + 20352]   ; addresses gf2m_sq102_map near byte 20224
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20288]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20320]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20352]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20384]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20416]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20448]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20480]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20512]
+    lea          rcx, [rel gf2m_sq102_map + 20608]   ; addresses gf2m_sq102_map near byte 20480
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20544]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20576]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20608]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20640]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20672]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20704]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20736]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20768]
+    lea          rcx, [rel gf2m_sq102_map + 20864]   ; addresses gf2m_sq102_map near byte 20736
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20800]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20832]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20864]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20896]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20928]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20960]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20992]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21024]
+    lea          rcx, [rel gf2m_sq102_map + 21120]   ; addresses gf2m_sq102_map near byte 20992
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21056]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21088]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21120]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21152]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21184]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21216]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21248]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21280]
+    lea          rcx, [rel gf2m_sq102_map + 21376]   ; addresses gf2m_sq102_map near byte 21248
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21312]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21344]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21376]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21408]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21440]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21472]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21504]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21536]
+    lea          rcx, [rel gf2m_sq102_map + 21632]   ; addresses gf2m_sq102_map near byte 21504
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21568]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21600]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21632]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21664]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21696]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21728]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21760]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21792]
+    lea          rcx, [rel gf2m_sq102_map + 21888]   ; addresses gf2m_sq102_map near byte 21760
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21824]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21856]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21888]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21920]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21952]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21984]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22016]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22048]
+    lea          rcx, [rel gf2m_sq102_map + 22144]   ; addresses gf2m_sq102_map near byte 22016
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22080]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22112]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22144]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22176]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22208]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22240]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22272]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22304]
+    lea          rcx, [rel gf2m_sq102_map + 22400]   ; addresses gf2m_sq102_map near byte 22272
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22336]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22368]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22400]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22432]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22464]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22496]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22528]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22560]
+    lea          rcx, [rel gf2m_sq102_map + 22656]   ; addresses gf2m_sq102_map near byte 22528
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22592]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22624]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22656]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22688]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22720]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22752]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22784]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22816]
+    lea          rcx, [rel gf2m_sq102_map + 22912]   ; addresses gf2m_sq102_map near byte 22784
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22848]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22880]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22912]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22944]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22976]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23008]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23040]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23072]
+    lea          rcx, [rel gf2m_sq102_map + 23168]   ; addresses gf2m_sq102_map near byte 23040
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23104]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23136]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23168]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23200]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23232]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23264]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23296]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23328]
+    lea          rcx, [rel gf2m_sq102_map + 23424]   ; addresses gf2m_sq102_map near byte 23296
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23360]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23392]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23424]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23456]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23488]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23520]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23552]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23584]
+    lea          rcx, [rel gf2m_sq102_map + 23680]   ; addresses gf2m_sq102_map near byte 23552
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23616]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23648]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23680]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23712]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23744]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23776]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23808]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23840]
+    lea          rcx, [rel gf2m_sq102_map + 23936]   ; addresses gf2m_sq102_map near byte 23808
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23872]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23904]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23936]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23968]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24000]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24032]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24064]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24096]
+    lea          rcx, [rel gf2m_sq102_map + 24192]   ; addresses gf2m_sq102_map near byte 24064
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24128]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24160]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24192]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24224]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24256]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24288]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24320]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24352]
+    lea          rcx, [rel gf2m_sq102_map + 24448]   ; addresses gf2m_sq102_map near byte 24320
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24384]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24416]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24448]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24480]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24512]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24544]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24576]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24608]
+    lea          rcx, [rel gf2m_sq102_map + 24704]   ; addresses gf2m_sq102_map near byte 24576
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24640]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24672]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24704]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24736]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24768]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24800]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24832]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24864]
+    lea          rcx, [rel gf2m_sq102_map + 24960]   ; addresses gf2m_sq102_map near byte 24832
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24896]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24928]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24960]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24992]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25024]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25056]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25088]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25120]
+    lea          rcx, [rel gf2m_sq102_map + 25216]   ; addresses gf2m_sq102_map near byte 25088
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25152]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25184]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25216]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25248]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25280]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25312]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25344]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25376]
+    lea          rcx, [rel gf2m_sq102_map + 25472]   ; addresses gf2m_sq102_map near byte 25344
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25408]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25440]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25472]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25504]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25536]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25568]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25600]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25632]
+    lea          rcx, [rel gf2m_sq102_map + 25728]   ; addresses gf2m_sq102_map near byte 25600
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25664]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25696]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25728]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25760]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25792]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25824]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25856]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25888]
+    lea          rcx, [rel gf2m_sq102_map + 25984]   ; addresses gf2m_sq102_map near byte 25856
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25920]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25952]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25984]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26016]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26048]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26080]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26112]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26144]
+    lea          rcx, [rel gf2m_sq102_map + 26240]   ; addresses gf2m_sq102_map near byte 26112
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26176]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26208]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26240]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26272]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26304]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26336]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26368]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26400]
+    lea          rcx, [rel gf2m_sq102_map + 26496]   ; addresses gf2m_sq102_map near byte 26368
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26432]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26464]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26496]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26528]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26560]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26592]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26624]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26656]
+    lea          rcx, [rel gf2m_sq102_map + 26752]   ; addresses gf2m_sq102_map near byte 26624
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26688]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26720]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26752]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26784]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26816]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26848]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26880]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26912]
+    lea          rcx, [rel gf2m_sq102_map + 27008]   ; addresses gf2m_sq102_map near byte 26880
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26944]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26976]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27008]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27040]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27072]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27104]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27136]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27168]
+    lea          rcx, [rel gf2m_sq102_map + 27264]   ; addresses gf2m_sq102_map near byte 27136
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27200]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27232]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27264]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27296]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27328]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27360]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27392]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27424]
+    lea          rcx, [rel gf2m_sq102_map + 27520]   ; addresses gf2m_sq102_map near byte 27392
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27456]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27488]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27520]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27552]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27584]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27616]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27648]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27680]
+    lea          rcx, [rel gf2m_sq102_map + 27776]   ; addresses gf2m_sq102_map near byte 27648
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27712]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27744]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27776]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27808]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27840]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27872]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27904]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27936]
+    lea          rcx, [rel gf2m_sq102_map + 28032]   ; addresses gf2m_sq102_map near byte 27904
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27968]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28000]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28032]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28064]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28096]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28128]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28160]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28192]
+    lea          rcx, [rel gf2m_sq102_map + 28288]   ; addresses gf2m_sq102_map near byte 28160
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28224]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28256]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28288]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28320]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28352]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28384]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28416]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28448]
+    lea          rcx, [rel gf2m_sq102_map + 28544]   ; addresses gf2m_sq102_map near byte 28416
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28480]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28512]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28544]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28576]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28608]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28640]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28672]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28704]
+    lea          rcx, [rel gf2m_sq102_map + 28800]   ; addresses gf2m_sq102_map near byte 28672
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28736]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28768]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28800]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28832]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28864]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28896]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28928]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28960]
+    lea          rcx, [rel gf2m_sq102_map + 29056]   ; addresses gf2m_sq102_map near byte 28928
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28992]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29024]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29056]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29088]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29120]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29152]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29184]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29216]
+    lea          rcx, [rel gf2m_sq102_map + 29312]   ; addresses gf2m_sq102_map near byte 29184
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29248]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29280]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29312]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29344]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29376]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29408]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29440]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29472]
+    lea          rcx, [rel gf2m_sq102_map + 29568]   ; addresses gf2m_sq102_map near byte 29440
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29504]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29536]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29568]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29600]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29632]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29664]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29696]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29728]
+    lea          rcx, [rel gf2m_sq102_map + 29824]   ; addresses gf2m_sq102_map near byte 29696
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29760]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29792]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29824]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29856]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29888]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29920]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29952]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29984]
+    lea          rcx, [rel gf2m_sq102_map + 30080]   ; addresses gf2m_sq102_map near byte 29952
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30016]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30048]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30080]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30112]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30144]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30176]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30208]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30240]
+    lea          rcx, [rel gf2m_sq102_map + 30336]   ; addresses gf2m_sq102_map near byte 30208
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30272]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30304]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30336]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30368]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30400]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30432]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30464]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30496]
+    lea          rcx, [rel gf2m_sq102_map + 30592]   ; addresses gf2m_sq102_map near byte 30464
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30528]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30560]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30592]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30624]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30656]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30688]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30720]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30752]
+    lea          rcx, [rel gf2m_sq102_map + 30848]   ; addresses gf2m_sq102_map near byte 30720
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30784]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30816]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30848]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30880]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30912]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30944]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30976]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31008]
+    lea          rcx, [rel gf2m_sq102_map + 31104]   ; addresses gf2m_sq102_map near byte 30976
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31040]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31072]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31104]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31136]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31168]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31200]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31232]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31264]
+    lea          rcx, [rel gf2m_sq102_map + 31360]   ; addresses gf2m_sq102_map near byte 31232
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31296]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31328]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31360]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31392]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31424]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31456]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31488]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31520]
+    lea          rcx, [rel gf2m_sq102_map + 31616]   ; addresses gf2m_sq102_map near byte 31488
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31552]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31584]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31616]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31648]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31680]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31712]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31744]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31776]
+    lea          rcx, [rel gf2m_sq102_map + 31872]   ; addresses gf2m_sq102_map near byte 31744
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31808]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31840]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31872]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31904]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31936]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31968]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32000]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32032]
+    lea          rcx, [rel gf2m_sq102_map + 32128]   ; addresses gf2m_sq102_map near byte 32000
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32064]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32096]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32128]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32160]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32192]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 32224]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32256]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32288]
+    lea          rcx, [rel gf2m_sq102_map + 32384]   ; addresses gf2m_sq102_map near byte 32256
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32320]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32352]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32384]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32416]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32448]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq102_map + 32480]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
-    vpand        ymm6, ymm5, [rel gf2m_sq102_map + 32512]
+    lea          rcx, [rel gf2m_sq102_map + 32640]   ; addresses gf2m_sq102_map near byte 32512
+    vpand        ymm6, ymm5, [rcx - 128]
     vpxor        ymm2, ymm2, ymm6
-    vpand        ymm6, ymm5, [rel gf2m_sq102_map + 32544]
+    vpand        ymm6, ymm5, [rcx - 96]
     vpxor        ymm6, ymm8, ymm6
-    vpand        ymm7, ymm5, [rel gf2m_sq102_map + 32576]
+    vpand        ymm7, ymm5, [rcx - 64]
     vpxor        ymm7, ymm9, ymm7
-    vpand        ymm8, ymm5, [rel gf2m_sq102_map + 32608]
+    vpand        ymm8, ymm5, [rcx - 32]
     vpxor        ymm8, ymm10, ymm8
-    vpand        ymm9, ymm5, [rel gf2m_sq102_map + 32640]
+    vpand        ymm9, ymm5, [rcx]
     vpxor        ymm9, ymm11, ymm9
-    vpand        ymm10, ymm5, [rel gf2m_sq102_map + 32672]
+    vpand        ymm10, ymm5, [rcx + 32]
     vpxor        ymm10, ymm12, ymm10
-    vpand        ymm11, ymm5, [rel gf2m_sq102_map + 32704]
+    vpand        ymm11, ymm5, [rcx + 64]
     vpxor        ymm11, ymm13, ymm11
-    vpand        ymm5, ymm5, [rel gf2m_sq102_map + 32736]
+    vpand        ymm5, ymm5, [rcx + 96]
     vpxor        ymm3, ymm3, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
@@ -17687,18 +16444,18 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm5, xmm4, 0
     vpclmulqdq   xmm8, xmm5, xmm4, 17
     vpshufd      xmm9, xmm5, 78
-    vpxor        xmm9, xmm5, xmm9
+    vpxor        xmm9, xmm9, xmm5
     vpshufd      xmm10, xmm4, 78
-    vpxor        xmm10, xmm4, xmm10
+    vpxor        xmm10, xmm10, xmm4
     vpclmulqdq   xmm9, xmm9, xmm10, 0
     vpxor        xmm9, xmm9, xmm7
     vpxor        xmm9, xmm9, xmm8
     vpclmulqdq   xmm10, xmm2, xmm1, 0
     vpclmulqdq   xmm11, xmm2, xmm1, 17
     vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
+    vpxor        xmm12, xmm12, xmm2
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
@@ -17713,21 +16470,21 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm13, xmm14, 78
     vpxor        xmm13, xmm14, xmm13
     vpclmulqdq   xmm4, xmm4, xmm13, 0
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm4, xmm4, xmm1
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm15, xmm7
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm8, xmm1
     vpclmulqdq   xmm8, xmm6, xmm0, 0
     vpclmulqdq   xmm13, xmm6, xmm0, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
+    vpxor        xmm15, xmm15, xmm0
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm8
     vpxor        xmm14, xmm14, xmm13
@@ -17742,17 +16499,17 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm4, xmm10, 17
     vmovdqa      [rsp + 160], xmm11                  ; spill
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm4, xmm11, xmm4
     vpshufd      xmm11, xmm10, 78
     vpxor        xmm10, xmm10, xmm11
     vpclmulqdq   xmm4, xmm4, xmm10, 0
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm10, xmm13, xmm15
     vpxor        xmm9, xmm8, xmm9
     vpxor        xmm9, xmm9, xmm10
     vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm3, [rsp + 224]                   ; reload
@@ -17762,9 +16519,9 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm5, xmm0, 0
     vpclmulqdq   xmm10, xmm5, xmm0, 17
     vpshufd      xmm11, xmm5, 78
-    vpxor        xmm11, xmm5, xmm11
+    vpxor        xmm11, xmm11, xmm5
     vpshufd      xmm13, xmm0, 78
-    vpxor        xmm13, xmm0, xmm13
+    vpxor        xmm13, xmm13, xmm0
     vpclmulqdq   xmm11, xmm11, xmm13, 0
     vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
@@ -17777,8 +16534,8 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm4, xmm3, 78
     vpxor        xmm4, xmm3, xmm4
     vpclmulqdq   xmm4, xmm7, xmm4, 0
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm0, xmm0, xmm3
     vpclmulqdq   xmm3, xmm2, xmm0, 0
@@ -17795,12 +16552,12 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm5, xmm12, xmm14
     vmovdqa      xmm7, [rsp + 160]                   ; reload
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vmovdqa      xmm8, [rsp + 64]                    ; reload
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm6, xmm6, xmm1
@@ -17822,9 +16579,9 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm7, xmm12, xmm9, 8
     vpxor        xmm7, xmm11, xmm7
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vmovdqa      xmm1, [rsp + 256]                   ; reload
@@ -17842,14 +16599,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
@@ -17859,13 +16616,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm7, xmm14, xmm7
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -17874,7 +16631,8 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rcx - 128]
     vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
     vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]
@@ -17900,2298 +16658,2426 @@ kg_gf2m409_inv_avx2:
     vmovdqu      ymm6, [rel gf2m_zero4]
     vpsllq       ymm7, ymm3, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm8, ymm7, [rel gf2m_sq204_map]
-    vpand        ymm9, ymm7, [rel gf2m_sq204_map + 32]
-    vpand        ymm10, ymm7, [rel gf2m_sq204_map + 64]
-    vpand        ymm11, ymm7, [rel gf2m_sq204_map + 96]
-    vpand        ymm12, ymm7, [rel gf2m_sq204_map + 128]
-    vpand        ymm13, ymm7, [rel gf2m_sq204_map + 160]
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 192]
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 224]
+    lea          rcx, [rel gf2m_sq204_map + 128]     ; addresses gf2m_sq204_map near byte 0
+    vpand        ymm8, ymm7, [rcx - 128]
+    vpand        ymm9, ymm7, [rcx - 96]
+    vpand        ymm10, ymm7, [rcx - 64]
+    vpand        ymm11, ymm7, [rcx - 32]
+    vpand        ymm12, ymm7, [rcx]
+    vpand        ymm13, ymm7, [rcx + 32]
+    vpand        ymm14, ymm7, [rcx + 64]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpsllq       ymm15, ymm3, 62
     vpcmpgtq     ymm15, ymm6, ymm15
     vmovdqa      [rsp], xmm2                         ; spill
-    vpand        ymm2, ymm15, [rel gf2m_sq204_map + 256]
+    lea          rcx, [rel gf2m_sq204_map + 384]     ; addresses gf2m_sq204_map near byte 256
+    vpand        ymm2, ymm15, [rcx - 128]
     vpxor        ymm2, ymm8, ymm2
-    vpand        ymm8, ymm15, [rel gf2m_sq204_map + 288]
+    vpand        ymm8, ymm15, [rcx - 96]
     vpxor        ymm8, ymm9, ymm8
-    vpand        ymm9, ymm15, [rel gf2m_sq204_map + 320]
+    vpand        ymm9, ymm15, [rcx - 64]
     vpxor        ymm9, ymm10, ymm9
-    vpand        ymm10, ymm15, [rel gf2m_sq204_map + 352]
+    vpand        ymm10, ymm15, [rcx - 32]
     vpxor        ymm10, ymm11, ymm10
-    vpand        ymm11, ymm15, [rel gf2m_sq204_map + 384]
+    vpand        ymm11, ymm15, [rcx]
     vpxor        ymm11, ymm12, ymm11
-    vpand        ymm12, ymm15, [rel gf2m_sq204_map + 416]
+    vpand        ymm12, ymm15, [rcx + 32]
     vpxor        ymm12, ymm13, ymm12
-    vpand        ymm13, ymm15, [rel gf2m_sq204_map + 448]
+    vpand        ymm13, ymm15, [rcx + 64]
     vpxor        ymm13, ymm14, ymm13
-    vpand        ymm14, ymm15, [rel gf2m_sq204_map + 480]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm15, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 61
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 512]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 544]
+    lea          rcx, [rel gf2m_sq204_map + 640]     ; addresses gf2m_sq204_map near byte 512
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 576]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 608]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 640]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 672]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 704]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 736]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 60
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 768]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 800]
+    lea          rcx, [rel gf2m_sq204_map + 896]     ; addresses gf2m_sq204_map near byte 768
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 832]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 864]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 896]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 928]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 960]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 992]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 59
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1024]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1056]
+    lea          rcx, [rel gf2m_sq204_map + 1152]    ; addresses gf2m_sq204_map near byte 1024
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1088]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1120]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1152]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1184]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1216]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1248]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 58
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1280]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1312]
+    lea          rcx, [rel gf2m_sq204_map + 1408]    ; addresses gf2m_sq204_map near byte 1280
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1344]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1376]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1408]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1440]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1472]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1504]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 57
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1536]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1568]
+    lea          rcx, [rel gf2m_sq204_map + 1664]    ; addresses gf2m_sq204_map near byte 1536
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1600]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1632]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1664]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1696]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1728]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1760]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 56
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1792]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1824]
+    lea          rcx, [rel gf2m_sq204_map + 1920]    ; addresses gf2m_sq204_map near byte 1792
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1856]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1888]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1920]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1952]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1984]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2016]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 55
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2048]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2080]
+    lea          rcx, [rel gf2m_sq204_map + 2176]    ; addresses gf2m_sq204_map near byte 2048
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2112]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2144]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2176]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2208]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2240]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2272]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 54
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2304]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2336]
+    lea          rcx, [rel gf2m_sq204_map + 2432]    ; addresses gf2m_sq204_map near byte 2304
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2368]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2400]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2432]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2464]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2496]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2528]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 53
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2560]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2592]
+    lea          rcx, [rel gf2m_sq204_map + 2688]    ; addresses gf2m_sq204_map near byte 2560
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2624]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2656]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2688]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2720]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2752]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2784]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 52
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2816]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2848]
+    lea          rcx, [rel gf2m_sq204_map + 2944]    ; addresses gf2m_sq204_map near byte 2816
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2880]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2912]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2944]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2976]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3008]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3040]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 51
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3072]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3104]
+    lea          rcx, [rel gf2m_sq204_map + 3200]    ; addresses gf2m_sq204_map near byte 3072
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3136]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3168]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3200]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3232]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3264]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3296]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 50
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3328]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3360]
+    lea          rcx, [rel gf2m_sq204_map + 3456]    ; addresses gf2m_sq204_map near byte 3328
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3392]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3424]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3456]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3488]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3520]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3552]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 49
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3584]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3616]
+    lea          rcx, [rel gf2m_sq204_map + 3712]    ; addresses gf2m_sq204_map near byte 3584
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3648]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3680]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3712]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3744]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3776]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3808]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 48
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3840]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3872]
+    lea          rcx, [rel gf2m_sq204_map + 3968]    ; addresses gf2m_sq204_map near byte 3840
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3904]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3936]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3968]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4000]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4032]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4064]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 47
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4096]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4128]
+    lea          rcx, [rel gf2m_sq204_map + 4224]    ; addresses gf2m_sq204_map near byte 4096
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4160]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4192]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4224]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4256]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4288]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4320]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 46
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4352]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4384]
+    lea          rcx, [rel gf2m_sq204_map + 4480]    ; addresses gf2m_sq204_map near byte 4352
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4416]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4448]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4480]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4512]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4544]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4576]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 45
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4608]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4640]
+    lea          rcx, [rel gf2m_sq204_map + 4736]    ; addresses gf2m_sq204_map near byte 4608
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4672]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4704]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4736]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4768]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4800]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4832]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 44
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4864]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4896]
+    lea          rcx, [rel gf2m_sq204_map + 4992]    ; addresses gf2m_sq204_map near byte 4864
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4928]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4960]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4992]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5024]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5056]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5088]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 43
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5120]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5152]
+    lea          rcx, [rel gf2m_sq204_map + 5248]    ; addresses gf2m_sq204_map near byte 5120
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5184]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5216]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5248]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5280]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5312]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5344]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 42
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5376]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5408]
+    lea          rcx, [rel gf2m_sq204_map + 5504]    ; addresses gf2m_sq204_map near byte 5376
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5440]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5472]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5504]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5536]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5568]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5600]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 41
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5632]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5664]
+    lea          rcx, [rel gf2m_sq204_map + 5760]    ; addresses gf2m_sq204_map near byte 5632
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5696]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5728]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5760]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5792]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5824]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5856]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 40
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5888]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5920]
+    lea          rcx, [rel gf2m_sq204_map + 6016]    ; addresses gf2m_sq204_map near byte 5888
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5952]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5984]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6016]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6048]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6080]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6112]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 39
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6144]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6176]
+    lea          rcx, [rel gf2m_sq204_map + 6272]    ; addresses gf2m_sq204_map near byte 6144
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6208]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6240]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6272]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6304]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6336]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6368]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 38
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6400]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6432]
+    lea          rcx, [rel gf2m_sq204_map + 6528]    ; addresses gf2m_sq204_map near byte 6400
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6464]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6496]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6528]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6560]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6592]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6624]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 37
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6656]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6688]
+    lea          rcx, [rel gf2m_sq204_map + 6784]    ; addresses gf2m_sq204_map near byte 6656
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6720]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6752]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6784]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6816]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6848]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6880]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 36
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6912]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6944]
+    lea          rcx, [rel gf2m_sq204_map + 7040]    ; addresses gf2m_sq204_map near byte 6912
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6976]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7008]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7040]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7072]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7104]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7136]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 35
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7168]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7200]
+    lea          rcx, [rel gf2m_sq204_map + 7296]    ; addresses gf2m_sq204_map near byte 7168
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7232]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7264]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7296]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7328]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7360]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7392]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 34
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7424]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7456]
+    lea          rcx, [rel gf2m_sq204_map + 7552]    ; addresses gf2m_sq204_map near byte 7424
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7488]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7520]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7552]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7584]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7616]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7648]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 33
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7680]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7712]
+    lea          rcx, [rel gf2m_sq204_map + 7808]    ; addresses gf2m_sq204_map near byte 7680
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7744]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7776]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7808]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7840]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7872]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7904]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 32
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7936]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7968]
+    lea          rcx, [rel gf2m_sq204_map + 8064]    ; addresses gf2m_sq204_map near byte 7936
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8000]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8032]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8064]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8096]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8128]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8160]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 31
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8192]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8224]
+    lea          rcx, [rel gf2m_sq204_map + 8320]    ; addresses gf2m_sq204_map near byte 8192
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8256]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8288]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8320]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8352]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8384]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8416]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 30
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8448]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8480]
+    lea          rcx, [rel gf2m_sq204_map + 8576]    ; addresses gf2m_sq204_map near byte 8448
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8512]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8544]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8576]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8608]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8640]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8672]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 29
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8704]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8736]
+    lea          rcx, [rel gf2m_sq204_map + 8832]    ; addresses gf2m_sq204_map near byte 8704
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8768]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8800]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8832]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8864]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8896]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8928]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 28
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8960]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8992]
+    lea          rcx, [rel gf2m_sq204_map + 9088]    ; addresses gf2m_sq204_map near byte 8960
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9024]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9056]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9088]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9120]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9152]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9184]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 27
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9216]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9248]
+    lea          rcx, [rel gf2m_sq204_map + 9344]    ; addresses gf2m_sq204_map near byte 9216
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9280]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9312]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9344]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9376]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9408]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9440]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 26
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9472]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9504]
+    lea          rcx, [rel gf2m_sq204_map + 9600]    ; addresses gf2m_sq204_map near byte 9472
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9536]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9568]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9600]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9632]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9664]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9696]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 25
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9728]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9760]
+    lea          rcx, [rel gf2m_sq204_map + 9856]    ; addresses gf2m_sq204_map near byte 9728
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9792]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9824]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9856]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9888]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9920]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9952]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 24
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9984]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10016]
+    lea          rcx, [rel gf2m_sq204_map + 10112]   ; addresses gf2m_sq204_map near byte 9984
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10048]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10080]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10112]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10144]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10176]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10208]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 23
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10240]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10272]
+    lea          rcx, [rel gf2m_sq204_map + 10368]   ; addresses gf2m_sq204_map near byte 10240
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10304]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10336]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10368]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10400]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10432]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10464]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 22
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10496]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10528]
+    lea          rcx, [rel gf2m_sq204_map + 10624]   ; addresses gf2m_sq204_map near byte 10496
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10560]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10592]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10624]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10656]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10688]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10720]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 21
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10752]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10784]
+    lea          rcx, [rel gf2m_sq204_map + 10880]   ; addresses gf2m_sq204_map near byte 10752
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10816]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10848]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10880]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10912]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10944]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10976]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 20
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11008]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11040]
+    lea          rcx, [rel gf2m_sq204_map + 11136]   ; addresses gf2m_sq204_map near byte 11008
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11072]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11104]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11136]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11168]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11200]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11232]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 19
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11264]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11296]
+    lea          rcx, [rel gf2m_sq204_map + 11392]   ; addresses gf2m_sq204_map near byte 11264
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11328]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11360]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11392]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11424]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11456]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11488]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 18
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11520]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11552]
+    lea          rcx, [rel gf2m_sq204_map + 11648]   ; addresses gf2m_sq204_map near byte 11520
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11584]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11616]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11648]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11680]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11712]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11744]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 17
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11776]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11808]
+    lea          rcx, [rel gf2m_sq204_map + 11904]   ; addresses gf2m_sq204_map near byte 11776
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11840]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11872]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11904]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11936]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11968]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12000]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 16
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12032]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12064]
+    lea          rcx, [rel gf2m_sq204_map + 12160]   ; addresses gf2m_sq204_map near byte 12032
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12096]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12128]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12160]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12192]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12224]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12256]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 15
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12288]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12320]
+    lea          rcx, [rel gf2m_sq204_map + 12416]   ; addresses gf2m_sq204_map near byte 12288
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12352]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12384]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12416]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12448]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12480]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12512]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 14
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12544]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12576]
+    lea          rcx, [rel gf2m_sq204_map + 12672]   ; addresses gf2m_sq204_map near byte 12544
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12608]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12640]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12672]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12704]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12736]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12768]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 13
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12800]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12832]
+    lea          rcx, [rel gf2m_sq204_map + 12928]   ; addresses gf2m_sq204_map near byte 12800
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12864]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12896]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12928]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12960]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12992]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13024]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 12
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13056]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13088]
+    lea          rcx, [rel gf2m_sq204_map + 13184]   ; addresses gf2m_sq204_map near byte 13056
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13120]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13152]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13184]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13216]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13248]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13280]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 11
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13312]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13344]
+    lea          rcx, [rel gf2m_sq204_map + 13440]   ; addresses gf2m_sq204_map near byte 13312
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13376]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13408]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13440]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13472]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13504]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13536]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 10
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13568]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13600]
+    lea          rcx, [rel gf2m_sq204_map + 13696]   ; addresses gf2m_sq204_map near byte 13568
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13632]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13664]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13696]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13728]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13760]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13792]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 9
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13824]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13856]
+    lea          rcx, [rel gf2m_sq204_map + 13952]   ; addresses gf2m_sq204_map near byte 13824
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13888]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13920]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13952]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13984]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14016]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14048]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 8
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14080]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14112]
+    lea          rcx, [rel gf2m_sq204_map + 14208]   ; addresses gf2m_sq204_map near byte 14080
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14144]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14176]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14208]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14240]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14272]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14304]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 7
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14336]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14368]
+    lea          rcx, [rel gf2m_sq204_map + 14464]   ; addresses gf2m_sq204_map near byte 14336
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14400]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14432]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14464]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14496]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14528]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14560]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 6
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14592]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14624]
+    lea          rcx, [rel gf2m_sq204_map + 14720]   ; addresses gf2m_sq204_map near byte 14592
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14656]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14688]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14720]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14752]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14784]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14816]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 5
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14848]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14880]
+    lea          rcx, [rel gf2m_sq204_map + 14976]   ; addresses gf2m_sq204_map near byte 14848
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14912]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14944]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14976]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15008]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15040]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15072]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 4
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15104]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15136]
+    lea          rcx, [rel gf2m_sq204_map + 15232]   ; addresses gf2m_sq204_map near byte 15104
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15168]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15200]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15232]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15264]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15296]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15328]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 3
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15360]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15392]
+    lea          rcx, [rel gf2m_sq204_map + 15488]   ; addresses gf2m_sq204_map near byte 15360
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15424]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15456]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15488]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15520]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15552]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15584]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 2
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15616]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15648]
+    lea          rcx, [rel gf2m_sq204_map + 15744]   ; addresses gf2m_sq204_map near byte 15616
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15680]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15712]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15744]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15776]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15808]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15840]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpsllq       ymm14, ymm3, 1
     vpcmpgtq     ymm14, ymm6, ymm14
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15872]
-    vpxor        ymm2, ymm2, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15904]
+    lea          rcx, [rel gf2m_sq204_map + 16000]   ; addresses gf2m_sq204_map near byte 15872
+    vpand        ymm15, ymm14, [rcx - 128]
+    vpxor        ymm2, ymm15, ymm2
+    vpand        ymm15, ymm14, [rcx - 96]
     vpxor        ymm8, ymm8, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15936]
+    vpand        ymm15, ymm14, [rcx - 64]
     vpxor        ymm9, ymm9, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15968]
+    vpand        ymm15, ymm14, [rcx - 32]
     vpxor        ymm10, ymm10, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 16000]
+    vpand        ymm15, ymm14, [rcx]
     vpxor        ymm11, ymm11, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 16032]
+    vpand        ymm15, ymm14, [rcx + 32]
     vpxor        ymm12, ymm12, ymm15
-    vpand        ymm15, ymm14, [rel gf2m_sq204_map + 16064]
+    vpand        ymm15, ymm14, [rcx + 64]
     vpxor        ymm13, ymm13, ymm15
-    vpand        ymm14, ymm14, [rel gf2m_sq204_map + 16096]
-    vpxor        ymm7, ymm7, ymm14
+    vpand        ymm14, ymm14, [rcx + 96]
+    vpxor        ymm7, ymm14, ymm7
     vpcmpgtq     ymm3, ymm6, ymm3
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16128]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16160]
+    lea          rcx, [rel gf2m_sq204_map + 16256]   ; addresses gf2m_sq204_map near byte 16128
+    vpand        ymm14, ymm3, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm3, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16192]
+    vpand        ymm14, ymm3, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16224]
+    vpand        ymm14, ymm3, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16256]
+    vpand        ymm14, ymm3, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16288]
+    vpand        ymm14, ymm3, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16320]
+    vpand        ymm14, ymm3, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm3, ymm3, [rel gf2m_sq204_map + 16352]
+    vpand        ymm3, ymm3, [rcx + 96]
     vpxor        ymm3, ymm7, ymm3
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16384]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16416]
+    lea          rcx, [rel gf2m_sq204_map + 16512]   ; addresses gf2m_sq204_map near byte 16384
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16448]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16480]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16512]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16544]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16576]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 16608]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16640]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16672]
+    lea          rcx, [rel gf2m_sq204_map + 16768]   ; addresses gf2m_sq204_map near byte 16640
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16704]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16736]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16768]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16800]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16832]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 16864]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16896]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16928]
+    lea          rcx, [rel gf2m_sq204_map + 17024]   ; addresses gf2m_sq204_map near byte 16896
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16960]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16992]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17024]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17056]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17088]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17120]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17152]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17184]
+    lea          rcx, [rel gf2m_sq204_map + 17280]   ; addresses gf2m_sq204_map near byte 17152
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17216]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17248]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17280]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17312]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17344]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17376]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17408]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17440]
+    lea          rcx, [rel gf2m_sq204_map + 17536]   ; addresses gf2m_sq204_map near byte 17408
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17472]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17504]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17536]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17568]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17600]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17632]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17664]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17696]
+    lea          rcx, [rel gf2m_sq204_map + 17792]   ; addresses gf2m_sq204_map near byte 17664
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17728]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17760]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17792]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17824]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17856]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17888]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17920]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17952]
+    lea          rcx, [rel gf2m_sq204_map + 18048]   ; addresses gf2m_sq204_map near byte 17920
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17984]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18016]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18048]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18080]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18112]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18144]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18176]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18208]
+    lea          rcx, [rel gf2m_sq204_map + 18304]   ; addresses gf2m_sq204_map near byte 18176
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18240]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18272]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18304]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18336]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18368]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18400]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18432]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18464]
+    lea          rcx, [rel gf2m_sq204_map + 18560]   ; addresses gf2m_sq204_map near byte 18432
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18496]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18528]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18560]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18592]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18624]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18656]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18688]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18720]
+    lea          rcx, [rel gf2m_sq204_map + 18816]   ; addresses gf2m_sq204_map near byte 18688
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18752]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18784]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18816]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18848]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18880]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18912]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18944]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18976]
+    lea          rcx, [rel gf2m_sq204_map + 19072]   ; addresses gf2m_sq204_map near byte 18944
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19008]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19040]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19072]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19104]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19136]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19168]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19200]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19232]
+    lea          rcx, [rel gf2m_sq204_map + 19328]   ; addresses gf2m_sq204_map near byte 19200
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19264]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19296]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19328]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19360]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19392]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19424]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19456]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19488]
+    lea          rcx, [rel gf2m_sq204_map + 19584]   ; addresses gf2m_sq204_map near byte 19456
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19520]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19552]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19584]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19616]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19648]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19680]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19712]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19744]
+    lea          rcx, [rel gf2m_sq204_map + 19840]   ; addresses gf2m_sq204_map near byte 19712
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19776]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19808]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19840]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19872]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19904]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19936]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19968]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20000]
+    lea          rcx, [rel gf2m_sq204_map + 20096]   ; addresses gf2m_sq204_map near byte 19968
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20032]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20064]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20096]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20128]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20160]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20192]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20224]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20256]
+    lea          rcx, [rel gf2m_sq204_map + 20352]   ; addresses gf2m_sq204_map near byte 20224
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20288]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20320]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20352]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20384]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20416]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20448]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20480]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20512]
+    lea          rcx, [rel gf2m_sq204_map + 20608]   ; addresses gf2m_sq204_map near byte 20480
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20544]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20576]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20608]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20640]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20672]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20704]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20736]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20768]
+    lea          rcx, [rel gf2m_sq204_map + 20864]   ; addresses gf2m_sq204_map near byte 20736
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20800]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20832]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20864]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20896]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20928]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20960]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20992]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21024]
+    lea          rcx, [rel gf2m_sq204_map + 21120]   ; addresses gf2m_sq204_map near byte 20992
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21056]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21088]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21120]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21152]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21184]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21216]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21248]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21280]
+    lea          rcx, [rel gf2m_sq204_map + 21376]   ; addresses gf2m_sq204_map near byte 21248
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21312]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21344]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21376]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21408]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21440]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21472]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21504]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21536]
+    lea          rcx, [rel gf2m_sq204_map + 21632]   ; addresses gf2m_sq204_map near byte 21504
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21568]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21600]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21632]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21664]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21696]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21728]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21760]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21792]
+    lea          rcx, [rel gf2m_sq204_map + 21888]   ; addresses gf2m_sq204_map near byte 21760
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21824]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21856]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21888]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21920]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21952]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21984]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22016]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22048]
+    lea          rcx, [rel gf2m_sq204_map + 22144]   ; addresses gf2m_sq204_map near byte 22016
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22080]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22112]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22144]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22176]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22208]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22240]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22272]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22304]
+    lea          rcx, [rel gf2m_sq204_map + 22400]   ; addresses gf2m_sq204_map near byte 22272
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22336]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22368]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22400]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22432]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22464]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22496]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22528]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22560]
+    lea          rcx, [rel gf2m_sq204_map + 22656]   ; addresses gf2m_sq204_map near byte 22528
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22592]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22624]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22656]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22688]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22720]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22752]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22784]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22816]
+    lea          rcx, [rel gf2m_sq204_map + 22912]   ; addresses gf2m_sq204_map near byte 22784
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22848]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22880]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22912]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22944]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22976]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23008]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23040]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23072]
+    lea          rcx, [rel gf2m_sq204_map + 23168]   ; addresses gf2m_sq204_map near byte 23040
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23104]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23136]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23168]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23200]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23232]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23264]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23296]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23328]
+    lea          rcx, [rel gf2m_sq204_map + 23424]   ; addresses gf2m_sq204_map near byte 23296
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23360]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23392]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23424]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23456]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23488]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23520]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23552]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23584]
+    lea          rcx, [rel gf2m_sq204_map + 23680]   ; addresses gf2m_sq204_map near byte 23552
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23616]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23648]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23680]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23712]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23744]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23776]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23808]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23840]
+    lea          rcx, [rel gf2m_sq204_map + 23936]   ; addresses gf2m_sq204_map near byte 23808
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23872]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23904]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23936]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23968]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24000]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24032]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24064]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24096]
+    lea          rcx, [rel gf2m_sq204_map + 24192]   ; addresses gf2m_sq204_map near byte 24064
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24128]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24160]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24192]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24224]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24256]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24288]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24320]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24352]
+    lea          rcx, [rel gf2m_sq204_map + 24448]   ; addresses gf2m_sq204_map near byte 24320
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24384]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24416]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24448]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24480]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24512]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24544]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24576]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24608]
+    lea          rcx, [rel gf2m_sq204_map + 24704]   ; addresses gf2m_sq204_map near byte 24576
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24640]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24672]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24704]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24736]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24768]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24800]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24832]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24864]
+    lea          rcx, [rel gf2m_sq204_map + 24960]   ; addresses gf2m_sq204_map near byte 24832
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24896]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24928]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24960]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24992]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25024]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25056]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25088]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25120]
+    lea          rcx, [rel gf2m_sq204_map + 25216]   ; addresses gf2m_sq204_map near byte 25088
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25152]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25184]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25216]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25248]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25280]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25312]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25344]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25376]
+    lea          rcx, [rel gf2m_sq204_map + 25472]   ; addresses gf2m_sq204_map near byte 25344
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25408]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25440]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25472]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25504]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25536]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25568]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25600]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25632]
+    lea          rcx, [rel gf2m_sq204_map + 25728]   ; addresses gf2m_sq204_map near byte 25600
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25664]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25696]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25728]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25760]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25792]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25824]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25856]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25888]
+    lea          rcx, [rel gf2m_sq204_map + 25984]   ; addresses gf2m_sq204_map near byte 25856
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25920]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25952]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25984]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26016]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26048]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26080]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26112]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26144]
+    lea          rcx, [rel gf2m_sq204_map + 26240]   ; addresses gf2m_sq204_map near byte 26112
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26176]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26208]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26240]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26272]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26304]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26336]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26368]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26400]
+    lea          rcx, [rel gf2m_sq204_map + 26496]   ; addresses gf2m_sq204_map near byte 26368
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26432]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26464]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26496]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26528]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26560]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26592]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26624]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26656]
+    lea          rcx, [rel gf2m_sq204_map + 26752]   ; addresses gf2m_sq204_map near byte 26624
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26688]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26720]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26752]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26784]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26816]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26848]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26880]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26912]
+    lea          rcx, [rel gf2m_sq204_map + 27008]   ; addresses gf2m_sq204_map near byte 26880
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26944]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26976]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27008]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27040]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27072]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27104]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27136]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27168]
+    lea          rcx, [rel gf2m_sq204_map + 27264]   ; addresses gf2m_sq204_map near byte 27136
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27200]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27232]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27264]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27296]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27328]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27360]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27392]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27424]
+    lea          rcx, [rel gf2m_sq204_map + 27520]   ; addresses gf2m_sq204_map near byte 27392
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27456]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27488]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27520]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27552]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27584]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27616]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27648]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27680]
+    lea          rcx, [rel gf2m_sq204_map + 27776]   ; addresses gf2m_sq204_map near byte 27648
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27712]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27744]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27776]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27808]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27840]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27872]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27904]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27936]
+    lea          rcx, [rel gf2m_sq204_map + 28032]   ; addresses gf2m_sq204_map near byte 27904
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27968]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28000]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28032]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28064]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28096]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28128]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28160]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28192]
+    lea          rcx, [rel gf2m_sq204_map + 28288]   ; addresses gf2m_sq204_map near byte 28160
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28224]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28256]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28288]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28320]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28352]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28384]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28416]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28448]
+    lea          rcx, [rel gf2m_sq204_map + 28544]   ; addresses gf2m_sq204_map near byte 28416
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28480]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28512]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28544]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28576]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28608]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28640]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28672]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28704]
+    lea          rcx, [rel gf2m_sq204_map + 28800]   ; addresses gf2m_sq204_map near byte 28672
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28736]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28768]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28800]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28832]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28864]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28896]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28928]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28960]
+    lea          rcx, [rel gf2m_sq204_map + 29056]   ; addresses gf2m_sq204_map near byte 28928
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28992]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29024]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29056]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29088]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29120]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29152]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29184]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29216]
+    lea          rcx, [rel gf2m_sq204_map + 29312]   ; addresses gf2m_sq204_map near byte 29184
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29248]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29280]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29312]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29344]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29376]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29408]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29440]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29472]
+    lea          rcx, [rel gf2m_sq204_map + 29568]   ; addresses gf2m_sq204_map near byte 29440
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29504]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29536]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29568]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29600]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29632]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29664]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29696]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29728]
+    lea          rcx, [rel gf2m_sq204_map + 29824]   ; addresses gf2m_sq204_map near byte 29696
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29760]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29792]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29824]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29856]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29888]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29920]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29952]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29984]
+    lea          rcx, [rel gf2m_sq204_map + 30080]   ; addresses gf2m_sq204_map near byte 29952
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30016]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30048]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30080]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30112]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30144]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30176]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30208]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30240]
+    lea          rcx, [rel gf2m_sq204_map + 30336]   ; addresses gf2m_sq204_map near byte 30208
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30272]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30304]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30336]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30368]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30400]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30432]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30464]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30496]
+    lea          rcx, [rel gf2m_sq204_map + 30592]   ; addresses gf2m_sq204_map near byte 30464
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30528]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30560]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30592]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30624]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30656]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30688]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30720]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30752]
+    lea          rcx, [rel gf2m_sq204_map + 30848]   ; addresses gf2m_sq204_map near byte 30720
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30784]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30816]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30848]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30880]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30912]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30944]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30976]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31008]
+    lea          rcx, [rel gf2m_sq204_map + 31104]   ; addresses gf2m_sq204_map near byte 30976
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31040]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31072]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31104]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31136]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31168]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31200]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31232]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31264]
+    lea          rcx, [rel gf2m_sq204_map + 31360]   ; addresses gf2m_sq204_map near byte 31232
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31296]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31328]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31360]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31392]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31424]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31456]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31488]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31520]
+    lea          rcx, [rel gf2m_sq204_map + 31616]   ; addresses gf2m_sq204_map near byte 31488
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31552]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31584]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31616]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31648]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31680]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31712]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31744]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31776]
+    lea          rcx, [rel gf2m_sq204_map + 31872]   ; addresses gf2m_sq204_map near byte 31744
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31808]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31840]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31872]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31904]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31936]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31968]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32000]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32032]
+    lea          rcx, [rel gf2m_sq204_map + 32128]   ; addresses gf2m_sq204_map near byte 32000
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32064]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32096]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32128]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32160]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32192]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 32224]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32256]
-    vpxor        ymm2, ymm2, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32288]
+    lea          rcx, [rel gf2m_sq204_map + 32384]   ; addresses gf2m_sq204_map near byte 32256
+    vpand        ymm14, ymm7, [rcx - 128]
+    vpxor        ymm2, ymm14, ymm2
+    vpand        ymm14, ymm7, [rcx - 96]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32320]
+    vpand        ymm14, ymm7, [rcx - 64]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32352]
+    vpand        ymm14, ymm7, [rcx - 32]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32384]
+    vpand        ymm14, ymm7, [rcx]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32416]
+    vpand        ymm14, ymm7, [rcx + 32]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32448]
+    vpand        ymm14, ymm7, [rcx + 64]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm7, ymm7, [rel gf2m_sq204_map + 32480]
+    vpand        ymm7, ymm7, [rcx + 96]
     vpxor        ymm3, ymm3, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
-    vpand        ymm6, ymm5, [rel gf2m_sq204_map + 32512]
+    lea          rcx, [rel gf2m_sq204_map + 32640]   ; addresses gf2m_sq204_map near byte 32512
+    vpand        ymm6, ymm5, [rcx - 128]
     vpxor        ymm2, ymm2, ymm6
-    vpand        ymm6, ymm5, [rel gf2m_sq204_map + 32544]
+    vpand        ymm6, ymm5, [rcx - 96]
     vpxor        ymm6, ymm8, ymm6
-    vpand        ymm7, ymm5, [rel gf2m_sq204_map + 32576]
+    vpand        ymm7, ymm5, [rcx - 64]
     vpxor        ymm7, ymm9, ymm7
-    vpand        ymm8, ymm5, [rel gf2m_sq204_map + 32608]
+    vpand        ymm8, ymm5, [rcx - 32]
     vpxor        ymm8, ymm10, ymm8
-    vpand        ymm9, ymm5, [rel gf2m_sq204_map + 32640]
+    vpand        ymm9, ymm5, [rcx]
     vpxor        ymm9, ymm11, ymm9
-    vpand        ymm10, ymm5, [rel gf2m_sq204_map + 32672]
+    vpand        ymm10, ymm5, [rcx + 32]
     vpxor        ymm10, ymm12, ymm10
-    vpand        ymm11, ymm5, [rel gf2m_sq204_map + 32704]
+    vpand        ymm11, ymm5, [rcx + 64]
     vpxor        ymm11, ymm13, ymm11
-    vpand        ymm5, ymm5, [rel gf2m_sq204_map + 32736]
+    vpand        ymm5, ymm5, [rcx + 96]
     vpxor        ymm3, ymm3, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
@@ -20212,18 +19098,18 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm5, xmm4, 0
     vpclmulqdq   xmm8, xmm5, xmm4, 17
     vpshufd      xmm9, xmm5, 78
-    vpxor        xmm9, xmm5, xmm9
+    vpxor        xmm9, xmm9, xmm5
     vpshufd      xmm10, xmm4, 78
-    vpxor        xmm10, xmm4, xmm10
+    vpxor        xmm10, xmm10, xmm4
     vpclmulqdq   xmm9, xmm9, xmm10, 0
     vpxor        xmm9, xmm9, xmm7
     vpxor        xmm9, xmm9, xmm8
     vpclmulqdq   xmm10, xmm2, xmm1, 0
     vpclmulqdq   xmm11, xmm2, xmm1, 17
     vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
+    vpxor        xmm12, xmm12, xmm2
     vpshufd      xmm13, xmm1, 78
-    vpxor        xmm13, xmm1, xmm13
+    vpxor        xmm13, xmm13, xmm1
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
@@ -20238,21 +19124,21 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm13, xmm14, 78
     vpxor        xmm13, xmm14, xmm13
     vpclmulqdq   xmm4, xmm4, xmm13, 0
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm4, xmm4, xmm1
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm15, xmm7
     vpxor        xmm10, xmm10, xmm8
     vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm8, xmm1
     vpclmulqdq   xmm8, xmm6, xmm0, 0
     vpclmulqdq   xmm13, xmm6, xmm0, 17
     vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm6, xmm14
+    vpxor        xmm14, xmm14, xmm6
     vpshufd      xmm15, xmm0, 78
-    vpxor        xmm15, xmm0, xmm15
+    vpxor        xmm15, xmm15, xmm0
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm8
     vpxor        xmm14, xmm14, xmm13
@@ -20267,17 +19153,17 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm7, xmm4, xmm10, 17
     vmovdqa      [rsp + 224], xmm11                  ; spill
     vpshufd      xmm11, xmm4, 78
-    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm4, xmm11, xmm4
     vpshufd      xmm11, xmm10, 78
     vpxor        xmm10, xmm10, xmm11
     vpclmulqdq   xmm4, xmm4, xmm10, 0
-    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm9, xmm4
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm10, xmm13, xmm15
     vpxor        xmm9, xmm8, xmm9
     vpxor        xmm9, xmm9, xmm10
     vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm10, xmm7
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm3, [rsp + 192]                   ; reload
@@ -20287,9 +19173,9 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm5, xmm0, 0
     vpclmulqdq   xmm10, xmm5, xmm0, 17
     vpshufd      xmm11, xmm5, 78
-    vpxor        xmm11, xmm5, xmm11
+    vpxor        xmm11, xmm11, xmm5
     vpshufd      xmm13, xmm0, 78
-    vpxor        xmm13, xmm0, xmm13
+    vpxor        xmm13, xmm13, xmm0
     vpclmulqdq   xmm11, xmm11, xmm13, 0
     vpxor        xmm11, xmm11, xmm6
     vpxor        xmm11, xmm11, xmm10
@@ -20302,8 +19188,8 @@ kg_gf2m409_inv_avx2:
     vpshufd      xmm4, xmm3, 78
     vpxor        xmm4, xmm3, xmm4
     vpclmulqdq   xmm4, xmm7, xmm4, 0
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm15, xmm4
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm0, xmm0, xmm3
     vpclmulqdq   xmm3, xmm2, xmm0, 0
@@ -20320,12 +19206,12 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm3, xmm3, xmm2
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm15, xmm5
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm5, xmm12, xmm14
     vmovdqa      xmm7, [rsp + 224]                   ; reload
-    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm7, xmm9, xmm7
     vmovdqa      xmm8, [rsp + 160]                   ; reload
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm6, xmm6, xmm1
@@ -20347,9 +19233,9 @@ kg_gf2m409_inv_avx2:
     vpalignr     xmm7, xmm12, xmm9, 8
     vpxor        xmm7, xmm11, xmm7
     vpalignr     xmm8, xmm10, xmm12, 8
-    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm8, xmm3
     vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
     vmovdqa      xmm1, [rsp + 256]                   ; reload
@@ -20367,14 +19253,14 @@ kg_gf2m409_inv_avx2:
     vpsllq       xmm12, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm0, xmm0, xmm13
+    vpxor        xmm0, xmm13, xmm0
     vpsllq       xmm13, xmm0, 39
     vpsrlq       xmm14, xmm0, 25
     vpsllq       xmm15, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm9, xmm3
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
@@ -20384,13 +19270,13 @@ kg_gf2m409_inv_avx2:
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
     vpxor        xmm5, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm7, xmm14, xmm7
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
     vpalignr     xmm5, xmm0, xmm5, 8
@@ -20400,64 +19286,64 @@ kg_gf2m409_inv_avx2:
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpsllq       xmm7, xmm2, 39
     vpsrlq       xmm8, xmm2, 25
     vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm0, 39
-    vpsrlq       xmm11, xmm0, 25
-    vpsllq       xmm12, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpsllq       xmm13, xmm6, 39
-    vpsrlq       xmm14, xmm6, 25
-    vpsllq       xmm15, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm1, xmm1, xmm9
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpxor        xmm2, xmm1, xmm2
+    vpxor        xmm0, xmm13, xmm0
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm3, 8
+    vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm2, xmm2, 8
     vpsllq       xmm7, xmm2, 39
     vpsrlq       xmm8, xmm2, 25
     vpsllq       xmm9, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm10, xmm6
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm12, xmm1
     vpslldq      xmm6, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm0, xmm0, 8
+    vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm1, xmm0, 25
-    vpsllq       xmm5, xmm1, 23
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqu      [rdi], xmm1
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm2
-    vmovdqu      [rdi + 32], xmm4
-    vmovq        qword [rdi + 48], xmm0
+    vmovdqu      [rdi + 32], xmm0
+    vmovq        qword [rdi + 48], xmm1
     mov rsp, rbp
     pop rbp
     vzeroupper

@@ -466,7 +466,7 @@ section .text
 ;   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -480,7 +480,8 @@ kg_kyber3329shoup_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -499,244 +500,308 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmulhuw     ymm8, ymm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm9, [rax - 96]
+    vpmullw      ymm9, ymm9, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_6658]
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsubw       ymm1, ymm1, ymm8
-    vpmulhuw     ymm8, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
-    vpaddw       ymm2, ymm2, [rel pw_6658]
+    vpaddw       ymm10, ymm8, ymm2                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhuw     ymm8, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
-    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_6658]
+    vpaddw       ymm11, ymm8, ymm3                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm8
-    vpmulhuw     ymm8, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm12, [rax - 96]
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
-    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
-    vpaddw       ymm4, ymm4, [rel pw_6658]
+    vpaddw       ymm12, ymm8, ymm4                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm4, ymm4, [rax - 128]
     vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm13, [rax - 96]
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
-    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
-    vpaddw       ymm5, ymm5, [rel pw_6658]
+    vpaddw       ymm13, ymm8, ymm5                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm5, ymm5, [rax - 128]
     vpsubw       ymm5, ymm5, ymm8
-    vpmulhuw     ymm8, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm14, [rax - 96]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm8
-    vpmulhuw     ymm8, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm8, ymm15, [rax - 96]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmulhuw     ymm4, ymm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
-    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
+    vpmulhuw     ymm4, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm4, ymm8, ymm4
-    vpmulhuw     ymm8, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
+    vpmulhuw     ymm8, ymm13, [rax - 96]
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm8, ymm9, ymm8
-    vpmulhuw     ymm9, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
+    vpmulhuw     ymm9, ymm14, [rax - 96]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
-    vpaddw       ymm10, ymm10, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm9, ymm10, ymm9
-    vpmulhuw     ymm10, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
+    vpmulhuw     ymm10, ymm15, [rax - 96]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
-    vpaddw       ymm11, ymm11, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm10, ymm11, ymm10
-    vpmulhuw     ymm11, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
+    vpmulhuw     ymm11, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm3, ymm12, ymm3
-    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
+    vpmulhuw     ymm12, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
-    vpaddw       ymm1, ymm1, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
+    vpmulhuw     ymm5, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
+    vpmulhuw     ymm5, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm4, ymm7, ymm4
-    vpmulhuw     ymm7, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 192
+    vpmulhuw     ymm7, ymm15, [rax - 96]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
-    vpaddw       ymm13, ymm13, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm7, ymm13, ymm7
-    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 224]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 192
+    vpmulhuw     ymm13, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
-    vpaddw       ymm14, ymm14, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm11, ymm14, ymm11
-    vpmulhuw     ymm14, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 288]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 256
+    vpmulhuw     ymm14, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm10
-    vpmulhuw     ymm10, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 288]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 256
+    vpmulhuw     ymm10, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 352]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 320
+    vpmulhuw     ymm9, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm2, ymm12, ymm2
-    vpmulhuw     ymm12, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 352]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 320
+    vpmulhuw     ymm12, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 416]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 384
+    vpmulhuw     ymm6, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 416]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 384
+    vpmulhuw     ymm6, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhuw     ymm6, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 480]
-    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 576] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 448
+    vpmulhuw     ymm6, ymm13, [rax - 96]
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm6, ymm15, ymm6
-    vpmulhuw     ymm15, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 544]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 640] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 512
+    vpmulhuw     ymm15, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 3
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm11
-    vpmulhuw     ymm11, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 608]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 576]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 704] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 576
+    vpmulhuw     ymm11, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
-    vpaddw       ymm14, ymm14, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm10, ymm14, ymm10
-    vpmulhuw     ymm14, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 672]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 640]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 768] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 640
+    vpmulhuw     ymm14, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm3, ymm8, ymm3
-    vpmulhuw     ymm8, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 736]
-    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 704]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 832] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 704
+    vpmulhuw     ymm8, ymm12, [rax - 96]
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm8, ymm9, ymm8
-    vpmulhuw     ymm9, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 800]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 896] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 768
+    vpmulhuw     ymm9, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 864]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 832]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 960] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 832
+    vpmulhuw     ymm9, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 928]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 896]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1024] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 896
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
     vpaddw       ymm0, ymm5, ymm4                    ; layer 3
-    vpaddw       ymm5, ymm5, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm5, ymm5, [rax - 128]
     vpsubw       ymm4, ymm5, ymm4
     vperm2i128   ymm5, ymm13, ymm6, 32
     vperm2i128   ymm6, ymm13, ymm6, 49
@@ -755,66 +820,83 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmulhuw     ymm4, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 992]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 960]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1088] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 960
+    vpmulhuw     ymm4, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vmovdqu      ymm9, [rel pw_3329]                 ; reload
-    vpmullw      ymm4, ymm4, ymm9
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vpmullw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm5, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm5, ymm5, [rax - 128]
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1056]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1024]
-    vpmullw      ymm5, ymm5, ymm9
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1024
+    vpmulhuw     ymm5, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
-    vpaddw       ymm13, ymm13, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm5, ymm13, ymm5
-    vpmulhuw     ymm13, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1120]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1088]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1216] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1088
+    vpmulhuw     ymm13, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm10, ymm15, ymm10
-    vpmulhuw     ymm15, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1184]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1280] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1152
+    vpmulhuw     ymm15, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
-    vpaddw       ymm11, ymm11, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm3, ymm11, ymm3
-    vpmulhuw     ymm11, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1248]
-    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1216]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1344] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1216
+    vpmulhuw     ymm11, ymm12, [rax - 96]
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpmullw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm11, ymm12, ymm11
-    vpmulhuw     ymm12, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1312]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1280
+    vpmulhuw     ymm12, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
-    vpaddw       ymm14, ymm14, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm1, ymm14, ymm1
-    vpmulhuw     ymm14, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1376]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1344]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1344
+    vpmulhuw     ymm14, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm2, ymm8, ymm2
-    vpmulhuw     ymm8, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1440]
-    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1408]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1408
+    vpmulhuw     ymm8, ymm0, [rax - 96]
+    vpmullw      ymm0, ymm0, [rax - 128]
     vpmullw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vpaddw       ymm9, ymm8, ymm0                    ; layer 4
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm0, ymm8, ymm0
     vpunpcklwd   ymm8, ymm6, ymm4
     vpunpckhwd   ymm4, ymm6, ymm4
@@ -833,66 +915,83 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmulhuw     ymm9, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1504]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1472]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1600] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1472
+    vpmulhuw     ymm9, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vmovdqu      ymm14, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm14, [rax - 128]                  ; reload
     vpmullw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm4, ymm8, ymm4
-    vpmulhuw     ymm8, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1568]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1536
+    vpmulhuw     ymm8, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1632]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1600]
-    vpmullw      ymm6, ymm6, ymm14
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1600
+    vpmulhuw     ymm6, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm6, ymm14, ymm6
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm7, ymm6
-    vpmulhuw     ymm7, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1696]
-    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1664]
-    vpmullw      ymm7, ymm7, ymm14
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1792] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1664
+    vpmulhuw     ymm7, ymm15, [rax - 96]
+    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm7, ymm14, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm7, ymm15, ymm7
-    vpmulhuw     ymm15, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1760]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1728]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1856] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1728
+    vpmulhuw     ymm15, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
-    vpaddw       ymm13, ymm13, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm3, ymm13, ymm3
-    vpmulhuw     ymm13, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1824]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1792
+    vpmulhuw     ymm13, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
-    vpaddw       ymm11, ymm11, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm1, ymm11, ymm1
-    vpmulhuw     ymm11, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1888]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1856]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1856
+    vpmulhuw     ymm11, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm2, ymm12, ymm2
-    vpmulhuw     ymm12, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1952]
-    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1920]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2048] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1920
+    vpmulhuw     ymm12, ymm0, [rax - 96]
+    vpmullw      ymm0, ymm0, [rax - 128]
     vpmullw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vpaddw       ymm14, ymm12, ymm0                  ; layer 5
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm0, ymm12, ymm0
     vpunpcklwd   ymm12, ymm9, ymm4
     vpunpckhwd   ymm4, ymm9, ymm4
@@ -911,61 +1010,75 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm11, ymm2
     vpunpcklwd   ymm11, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    vpmulhuw     ymm14, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2016]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1984]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2112] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1984
+    vpmulhuw     ymm14, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vmovdqa      [rsp + 32], ymm11                   ; spill
-    vmovdqu      ymm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm11, [rax - 128]                  ; reload
     vpmullw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm4, ymm12, ymm4
-    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2080]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2048
+    vpmulhuw     ymm12, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm9, ymm5                   ; layer 6
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2144]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2112]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2112
+    vpmulhuw     ymm9, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm9, ymm9, ymm11
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
-    vpaddw       ymm10, ymm10, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm9, ymm10, ymm9
-    vpmulhuw     ymm10, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2208]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2176]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2304] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2176
+    vpmulhuw     ymm10, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm10, ymm10, ymm11
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm6, ymm8, ymm6
-    vpmulhuw     ymm8, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2272]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2368] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2240
+    vpmulhuw     ymm8, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm8, ymm8, ymm11
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm7, ymm3                    ; layer 6
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm3, ymm7, ymm3
-    vpmulhuw     ymm7, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2336]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2304]
-    vpmullw      ymm7, ymm7, ymm11
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm7, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm7, ymm11, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm15, ymm1                   ; layer 6
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm1, ymm15, ymm1
-    vpmulhuw     ymm15, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2400]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2368]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2368
+    vpmulhuw     ymm15, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm15, ymm15, ymm11
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm13, ymm2                  ; layer 6
     vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm2, ymm13, ymm2
-    vpmulhuw     ymm13, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2464]
-    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2432]
+    vpmulhuw     ymm13, ymm0, [rax - 32]
+    vpmullw      ymm0, ymm0, [rax - 64]
     vpmullw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
@@ -989,71 +1102,113 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm15, ymm2
     vpunpcklwd   ymm15, ymm13, ymm0
     vpunpckhwd   ymm0, ymm13, ymm0
-    vpmulhuw     ymm13, ymm11, [rel pw_19]           ; shoup: the output range asked for
-    vpmullw      ymm11, ymm11, [rel pw_1]
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm13, ymm11, [rax - 128]           ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm11, ymm11, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm11, ymm11, ymm13
-    vpmulhuw     ymm13, ymm4, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm13, ymm4, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm4, ymm4, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm4, ymm4, ymm13
-    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
-    vpmullw      ymm14, ymm14, [rel pw_1]
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm13, ymm14, [rax - 128]           ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm14, ymm13
     vmovdqa      ymm14, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm13                   ; spill
-    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
-    vpmullw      ymm14, ymm14, [rel pw_1]
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm13, ymm14, [rax - 128]           ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm14, ymm13
-    vpmulhuw     ymm14, ymm12, [rel pw_19]           ; shoup: the output range asked for
-    vpmullw      ymm12, ymm12, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm12, [rax - 128]           ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm12, ymm12, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm12, ymm12, ymm14
-    vpmulhuw     ymm14, ymm5, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm5, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm5, ymm5, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm5, ymm5, ymm14
-    vpmulhuw     ymm14, ymm9, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm9, ymm9, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm9, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm9, ymm9, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm9, ymm9, ymm14
-    vpmulhuw     ymm14, ymm6, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm6, ymm6, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm6, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm6, ymm6, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm6, ymm6, ymm14
-    vpmulhuw     ymm14, ymm10, [rel pw_19]           ; shoup: the output range asked for
-    vpmullw      ymm10, ymm10, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm10, [rax - 128]           ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm10, ymm10, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm10, ymm10, ymm14
-    vpmulhuw     ymm14, ymm3, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm3, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm3, ymm3, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm3, ymm3, ymm14
-    vpmulhuw     ymm14, ymm8, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm8, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm8, ymm8, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm8, ymm8, ymm14
-    vpmulhuw     ymm14, ymm1, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm1, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm1, ymm1, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm1, ymm1, ymm14
-    vpmulhuw     ymm14, ymm7, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm7, ymm7, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm7, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm7, ymm7, ymm14
-    vpmulhuw     ymm14, ymm2, [rel pw_19]            ; shoup: the output range asked for
-    vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm14, ymm2, [rax - 128]            ; shoup: the output range asked for
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm2, ymm2, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm2, ymm2, ymm14
     vpmulhuw     ymm14, ymm15, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm15, ymm15, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm15, ymm14
     vpmulhuw     ymm15, ymm0, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm0, ymm0, ymm15
     vmovdqu      [rdi], ymm11
     vmovdqu      [rdi + 32], ymm4
@@ -1086,12 +1241,13 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_avx2.end - kg_kyber3329shoup_basemul_avx2)
 align 32
 kg_kyber3329shoup_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm15, [rel pw_m3327]               ; held in a register: read 24 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 64]
@@ -1101,22 +1257,22 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm6, [rdx + 64]
     vmovdqu      ymm7, [rdx + 32]
     vmovdqu      ymm8, [rdx + 96]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1124,9 +1280,9 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1139,10 +1295,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 32]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1151,14 +1308,15 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm4, ymm10, ymm4
     vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm3, ymm3, ymm5
     vpaddw       ymm4, ymm4, ymm6
     vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm1, ymm1, ymm5
     vpaddw       ymm2, ymm2, ymm6
     vmovdqu      [rdi], ymm3
@@ -1173,22 +1331,22 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm6, [rdx + 192]
     vmovdqu      ymm7, [rdx + 160]
     vmovdqu      ymm8, [rdx + 224]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1196,9 +1354,9 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1211,10 +1369,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 160]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 192]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 128
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1223,14 +1382,15 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm4, ymm10, ymm4
     vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm3, ymm3, ymm5
     vpaddw       ymm4, ymm4, ymm6
     vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm1, ymm1, ymm5
     vpaddw       ymm2, ymm2, ymm6
     vmovdqu      [rdi + 128], ymm3
@@ -1245,22 +1405,22 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm6, [rdx + 320]
     vmovdqu      ymm7, [rdx + 288]
     vmovdqu      ymm8, [rdx + 352]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1268,9 +1428,9 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1283,10 +1443,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 288]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 320]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1295,14 +1456,15 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm4, ymm10, ymm4
     vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm3, ymm3, ymm5
     vpaddw       ymm4, ymm4, ymm6
     vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rel pw_6658]
-    vpand        ymm6, ymm6, [rel pw_6658]
+    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm6, ymm6, [rax - 128]
     vpaddw       ymm1, ymm1, ymm5
     vpaddw       ymm2, ymm2, ymm6
     vmovdqu      [rdi + 256], ymm3
@@ -1317,22 +1479,22 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm6, [rdx + 448]
     vmovdqu      ymm7, [rdx + 416]
     vmovdqu      ymm8, [rdx + 480]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1340,9 +1502,9 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1355,10 +1517,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 416]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 480]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 448]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 512] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 384
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm0, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1367,14 +1530,15 @@ kg_kyber3329shoup_basemul_avx2:
     vpaddw       ymm0, ymm10, ymm0
     vpsraw       ymm4, ymm3, 15                      ; lift: the output range asked for
     vpsraw       ymm5, ymm0, 15                      ; lift: the output range asked for
-    vpand        ymm4, ymm4, [rel pw_6658]
-    vpand        ymm5, ymm5, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpand        ymm4, ymm4, [rax - 128]
+    vpand        ymm5, ymm5, [rax - 128]
     vpaddw       ymm3, ymm3, ymm4
     vpaddw       ymm0, ymm0, ymm5
     vpsraw       ymm4, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm5, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm4, ymm4, [rel pw_6658]
-    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm4, ymm4, [rax - 128]
+    vpand        ymm5, ymm5, [rax - 128]
     vpaddw       ymm1, ymm1, ymm4
     vpaddw       ymm2, ymm2, ymm5
     vmovdqu      [rdi + 384], ymm3
@@ -1393,7 +1557,7 @@ kg_kyber3329shoup_basemul_avx2:
 ;   ensures:  every a[i] in [0, 39904] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 4 vector reductions
@@ -1408,7 +1572,8 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -1461,80 +1626,107 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpsrld       ymm12, ymm12, 16
     vpblendw     ymm0, ymm12, ymm0, 170
     vpaddw       ymm12, ymm15, ymm1                  ; layer 6
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm1, ymm15, ymm1
-    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 32]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 0
+    vpmulhuw     ymm15, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vmovdqa      [rsp], ymm0                         ; spill
-    vmovdqu      ymm0, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; reload
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmulhuw     ymm15, ymm12, [rel pw_10079]
-    vpmullw      ymm12, ymm12, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm15, ymm12, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
-    vpaddw       ymm2, ymm2, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 96]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 64
+    vpmulhuw     ymm3, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm15, [rel pw_10079]
-    vpmullw      ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm3, ymm15, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
-    vpaddw       ymm4, ymm4, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm4, ymm4, [rax - 128]
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 160]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 128
+    vpmulhuw     ymm5, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm15, [rel pw_10079]
-    vpmullw      ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm5, ymm15, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 224]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 192]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 192
+    vpmulhuw     ymm7, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm15, [rel pw_10079]
-    vpmullw      ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm7, ymm15, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm8, ymm9                   ; layer 6
-    vpaddw       ymm8, ymm8, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm9
-    vpmulhuw     ymm9, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 288]
-    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 256
+    vpmulhuw     ymm9, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpmulhuw     ymm9, ymm15, [rel pw_10079]
-    vpmullw      ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm9, ymm15, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm11                 ; layer 6
-    vpaddw       ymm10, ymm10, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm10, ymm10, ymm11
-    vpmulhuw     ymm11, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 352]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 320
+    vpmulhuw     ymm11, ymm10, [rax - 96]
+    vpmullw      ymm10, ymm10, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
-    vpmulhuw     ymm11, ymm15, [rel pw_10079]
-    vpmullw      ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    vpmulhuw     ymm11, ymm15, [rax - 128]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm11                   ; spill
     vpaddw       ymm11, ymm15, ymm13                 ; layer 6
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm13, ymm15, ymm13
-    vpmulhuw     ymm15, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 416]
-    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 384]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 384
+    vpmulhuw     ymm15, ymm13, [rax - 96]
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpmulhuw     ymm15, ymm11, [rel pw_10079]
@@ -1542,11 +1734,13 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
     vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
-    vpaddw       ymm14, ymm14, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm14, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmulhuw     ymm11, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 480]
-    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 448]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 576] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 448
+    vpmulhuw     ymm11, ymm14, [rax - 96]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vpmulhuw     ymm14, ymm15, [rel pw_10079]
@@ -1590,62 +1784,78 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpsrlq       ymm14, ymm14, 32
     vpblendd     ymm11, ymm14, ymm11, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 5
-    vpaddw       ymm15, ymm15, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm1, ymm15, ymm1
-    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 544]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 512]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 512
+    vpmulhuw     ymm15, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 5
-    vpaddw       ymm12, ymm12, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm2, ymm12, ymm2
-    vpmulhuw     ymm12, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 608]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 576]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 704] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 576
+    vpmulhuw     ymm12, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm3, ymm4                   ; layer 5
-    vpaddw       ymm3, ymm3, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 672]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 640]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 640
+    vpmulhuw     ymm4, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
-    vpaddw       ymm5, ymm5, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm5, ymm5, [rax - 128]
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 736]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 704]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 832] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 704
+    vpmulhuw     ymm6, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm4                         ; spill
-    vpaddw       ymm4, ymm6, ymm8                    ; layer 5
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm4, ymm8, ymm6                    ; layer 5
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm8
-    vpmulhuw     ymm8, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 800]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 768]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 768
+    vpmulhuw     ymm8, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, [rsp + 64]
     vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpmulhuw     ymm8, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 864]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 832]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 960] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 832
+    vpmulhuw     ymm8, ymm9, [rax - 96]
+    vpmullw      ymm9, ymm9, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm7                   ; layer 5
-    vpaddw       ymm10, ymm10, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm7, ymm10, ymm7
-    vpmulhuw     ymm10, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 928]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 896]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 896
+    vpmulhuw     ymm10, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm13, ymm11                 ; layer 5
-    vpaddw       ymm13, ymm13, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm11, ymm13, ymm11
-    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 992]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 960]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1088] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 960
+    vpmulhuw     ymm13, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpunpcklqdq  ymm13, ymm14, ymm1
@@ -1669,61 +1879,77 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpunpcklqdq  ymm9, ymm10, ymm11
     vpunpckhqdq  ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm13, ymm1                  ; layer 4
-    vpaddw       ymm13, ymm13, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm1, ymm13, ymm1
-    vpmulhuw     ymm13, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1056]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1024]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmulhuw     ymm13, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 4
-    vpaddw       ymm14, ymm14, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm2, ymm14, ymm2
-    vpmulhuw     ymm14, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1120]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1088]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1088
+    vpmulhuw     ymm14, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
-    vpaddw       ymm15, ymm15, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhuw     ymm14, ymm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1184]
-    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmulhuw     ymm14, ymm15, [rax - 96]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm3, ymm5                   ; layer 4
-    vpaddw       ymm3, ymm3, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1248]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1216]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1344] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1216
+    vpmulhuw     ymm5, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
-    vpaddw       ymm12, ymm12, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmulhuw     ymm5, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1312]
-    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmulhuw     ymm5, ymm12, [rax - 96]
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm12, ymm5
     vpaddw       ymm12, ymm4, ymm6                   ; layer 4
-    vpaddw       ymm4, ymm4, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm4, ymm4, [rax - 128]
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhuw     ymm6, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1376]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1344]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1472] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1344
+    vpmulhuw     ymm6, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 4
-    vpaddw       ymm8, ymm8, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm8, ymm8, [rax - 128]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1440]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1408]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmulhuw     ymm8, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 4
-    vpaddw       ymm9, ymm9, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm10
-    vpmulhuw     ymm10, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1504]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1472]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1600] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1472
+    vpmulhuw     ymm10, ymm9, [rax - 96]
+    vpmullw      ymm9, ymm9, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vperm2i128   ymm10, ymm11, ymm1, 32
@@ -1747,161 +1973,199 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vperm2i128   ymm7, ymm8, ymm9, 32
     vperm2i128   ymm8, ymm8, ymm9, 49
     vpaddw       ymm9, ymm10, ymm1                   ; layer 3
-    vpaddw       ymm10, ymm10, [rel pw_16645]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm1, ymm10, ymm1
-    vpmulhuw     ymm10, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1568]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmulhuw     ymm10, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
-    vpaddw       ymm11, ymm11, [rel pw_16645]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, [rsp + 64]
     vmovdqa      [rsp + 64], ymm1                    ; spill
-    vpmulhuw     ymm1, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1632]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1600]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1600
+    vpmulhuw     ymm1, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm11, ymm1
-    vpaddw       ymm11, ymm2, ymm13                  ; layer 3
-    vpaddw       ymm2, ymm2, [rel pw_16645]
+    vpaddw       ymm11, ymm13, ymm2                  ; layer 3
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm13
-    vpmulhuw     ymm13, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1696]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmulhuw     ymm13, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
-    vpaddw       ymm14, ymm14, [rel pw_16645]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm14, [rsp + 32]
     vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpmulhuw     ymm2, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1760]
-    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1728]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1728
+    vpmulhuw     ymm2, ymm14, [rax - 96]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm14, ymm2
     vpaddw       ymm14, ymm3, ymm5                   ; layer 3
-    vpaddw       ymm3, ymm3, [rel pw_16645]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1824]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmulhuw     ymm5, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm15, ymm4                   ; layer 3
-    vpaddw       ymm15, ymm15, [rel pw_16645]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsubw       ymm4, ymm15, ymm4
-    vpmulhuw     ymm15, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1888]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1856]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1856
+    vpmulhuw     ymm15, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm12, ymm6                  ; layer 3
     vpaddw       ymm12, ymm12, [rel pw_16645]
     vpsubw       ymm6, ymm12, ymm6
-    vpmulhuw     ymm12, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1952]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1920]
+    vpmulhuw     ymm12, ymm6, [rax - 32]
+    vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm6, ymm6, ymm12
-    vpaddw       ymm12, ymm7, ymm8                   ; layer 3
+    vpaddw       ymm12, ymm8, ymm7                   ; layer 3
     vpaddw       ymm7, ymm7, [rel pw_16645]
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2016]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1984]
+    vpmulhuw     ymm8, ymm7, [rax + 32]
+    vpmullw      ymm7, ymm7, [rax]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 2
-    vpaddw       ymm9, ymm9, [rel pw_33290]
+    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm10
-    vpmulhuw     ymm10, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2080]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmulhuw     ymm10, ymm9, [rax - 96]
+    vpmullw      ymm9, ymm9, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vmovdqa      ymm10, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm9                         ; spill
     vpaddw       ymm9, ymm10, ymm1                   ; layer 2
-    vpaddw       ymm10, ymm10, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
     vpsubw       ymm1, ymm10, ymm1
-    vpmulhuw     ymm10, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2080]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmulhuw     ymm10, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, ymm13                 ; layer 2
-    vpaddw       ymm11, ymm11, [rel pw_33290]
+    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm13
-    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2144]
-    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2112]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmulhuw     ymm13, ymm11, [rax - 96]
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vmovdqa      ymm13, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpaddw       ymm1, ymm13, ymm2                   ; layer 2
-    vpaddw       ymm13, ymm13, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsubw       ymm2, ymm13, ymm2
-    vpmulhuw     ymm13, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2144]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2112]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmulhuw     ymm13, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, ymm5                  ; layer 2
     vpaddw       ymm14, ymm14, [rel pw_33290]
     vpsubw       ymm5, ymm14, ymm5
-    vpmulhuw     ymm14, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2208]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176]
+    vpmulhuw     ymm14, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm3, ymm4                   ; layer 2
-    vpaddw       ymm3, ymm3, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2208]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2176
+    vpmulhuw     ymm4, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm15, ymm12                  ; layer 2
     vpaddw       ymm15, ymm15, [rel pw_33290]
     vpsubw       ymm12, ymm15, ymm12
-    vpmulhuw     ymm15, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2272]
-    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240]
+    vpmulhuw     ymm15, ymm12, [rax - 32]
+    vpmullw      ymm12, ymm12, [rax - 64]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm6, ymm7                   ; layer 2
-    vpaddw       ymm6, ymm6, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2272]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmulhuw     ymm7, ymm6, [rax - 96]
+    vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rel pw_19]             ; shoup: before layer 1
-    vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm7, ymm7, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm7, ymm8, [rax - 128]             ; shoup: before layer 1
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm8, ymm8, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhuw     ymm8, ymm10, [rel pw_19]            ; shoup: before layer 1
-    vpmullw      ymm10, ymm10, [rel pw_1]
-    vpmullw      ymm8, ymm8, [rel pw_3329]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    vpmulhuw     ymm8, ymm10, [rax - 128]            ; shoup: before layer 1
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    vpmullw      ymm10, ymm10, [rax - 128]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm7, ymm8                   ; layer 1
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpaddw       ymm10, ymm8, ymm7                   ; layer 1
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm8, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm1                    ; layer 1
-    vpaddw       ymm9, ymm9, [rel pw_9987]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm9, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm9, ymm11                   ; layer 1
-    vpaddw       ymm9, ymm9, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm11
-    vpmulhuw     ymm11, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm11, ymm9, [rax - 96]
+    vpmullw      ymm9, ymm9, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
     vmovdqa      ymm11, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm9                         ; spill
     vpaddw       ymm9, ymm11, ymm2                   ; layer 1
-    vpaddw       ymm11, ymm11, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm2, ymm11, ymm2
-    vpmulhuw     ymm11, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm11, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpmulhuw     ymm11, ymm13, [rel pw_19]           ; shoup: before layer 1
@@ -1913,75 +2177,85 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm4, ymm4, ymm13
     vpaddw       ymm13, ymm11, ymm4                  ; layer 1
-    vpaddw       ymm11, ymm11, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsubw       ymm4, ymm11, ymm4
-    vpmulhuw     ymm11, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
+    vpmulhuw     ymm11, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
     vpaddw       ymm11, ymm14, ymm15                 ; layer 1
     vpaddw       ymm14, ymm14, [rel pw_9987]
     vpsubw       ymm14, ymm14, ymm15
-    vpmulhuw     ymm15, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    vpmulhuw     ymm15, ymm14, [rax - 96]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
-    vpaddw       ymm15, ymm5, ymm12                  ; layer 1
-    vpaddw       ymm5, ymm5, [rel pw_6658]
+    vpaddw       ymm15, ymm12, ymm5                  ; layer 1
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm5, ymm5, [rax - 128]
     vpsubw       ymm5, ymm5, ymm12
-    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
+    vpmulhuw     ymm12, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm3, ymm6                   ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhuw     ymm6, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
+    vpmulhuw     ymm6, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm10, ymm13                  ; layer 0
     vpaddw       ymm10, ymm10, [rel pw_13316]
     vpsubw       ymm10, ymm10, ymm13
-    vpmulhuw     ymm13, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm13, ymm10, [rax - 32]
+    vpmullw      ymm10, ymm10, [rax - 64]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm8, ymm11                  ; layer 0
     vpaddw       ymm8, ymm8, [rel pw_19974]
     vpsubw       ymm8, ymm8, ymm11
-    vpmulhuw     ymm11, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm11, ymm8, [rax - 32]
+    vpmullw      ymm8, ymm8, [rax - 64]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
-    vpaddw       ymm11, ymm1, ymm15                  ; layer 0
+    vpaddw       ymm11, ymm15, ymm1                  ; layer 0
     vpaddw       ymm1, ymm1, [rel pw_13316]
     vpsubw       ymm1, ymm1, ymm15
-    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm15, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm9, ymm12                  ; layer 0
     vpaddw       ymm9, ymm9, [rel pw_9987]
     vpsubw       ymm9, ymm9, ymm12
-    vpmulhuw     ymm12, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm12, ymm9, [rax - 32]
+    vpmullw      ymm9, ymm9, [rax - 64]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vpaddw       ymm12, ymm7, ymm4                   ; layer 0
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm4, ymm7, ymm4
-    vpmulhuw     ymm7, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2432
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpaddw       ymm4, ymm7, ymm14                   ; layer 0
-    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpaddw       ymm4, ymm14, ymm7                   ; layer 0
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm14
-    vpmulhuw     ymm14, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2432
+    vpmulhuw     ymm14, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm7, ymm7, ymm14
     vmovdqa      ymm14, [rsp]                        ; reload
@@ -1989,15 +2263,15 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpaddw       ymm7, ymm14, ymm5                   ; layer 0
     vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm5, ymm14, ymm5
-    vpmulhuw     ymm14, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm14, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm2, ymm3                   ; layer 0
     vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmulhuw     ymm3, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vmovdqu      [rdi], ymm6
@@ -2031,106 +2305,109 @@ kg_kyber3329shoup_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_avx2.end - kg_kyber3329shoup_reduce_shoup_avx2)
 align 32
 kg_kyber3329shoup_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_19]                   ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_1]                    ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm2                    ; shoup
+    vpmullw      ymm0, ymm0, ymm3
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2144,138 +2421,141 @@ kg_kyber3329shoup_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_avx2.end - kg_kyber3329shoup_freeze_avx2)
 align 32
 kg_kyber3329shoup_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_3329]                 ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_19]                   ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_1]                    ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmulhuw     ymm1, ymm0, ymm3                    ; freeze
+    vpmullw      ymm0, ymm0, ymm4
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
+    vpsubw       ymm1, ymm0, ymm2                    ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2289,12 +2569,13 @@ kg_kyber3329shoup_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_avx2.end - kg_kyber3329shoup_mulmod_shoup_avx2)
 align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2303,7 +2584,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2313,7 +2594,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2323,7 +2604,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2333,7 +2614,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2343,7 +2624,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2353,7 +2634,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2363,7 +2644,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2373,7 +2654,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2383,7 +2664,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2393,7 +2674,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2403,7 +2684,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2413,7 +2694,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2423,7 +2704,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2433,7 +2714,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2443,7 +2724,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2453,7 +2734,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2467,12 +2748,14 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_avx2.end - kg_kyber3329shoup_muladd_shoup_avx2)
 align 32
 kg_kyber3329shoup_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm5, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2483,9 +2766,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2497,9 +2780,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2511,9 +2794,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2525,9 +2808,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2539,9 +2822,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2553,9 +2836,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2567,9 +2850,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2581,9 +2864,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2595,9 +2878,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2609,9 +2892,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2623,9 +2906,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2637,9 +2920,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2651,9 +2934,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2665,9 +2948,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2679,9 +2962,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2693,9 +2976,9 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2710,7 +2993,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -2724,17 +3007,19 @@ kg_kyber3329shoup_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2743,8 +3028,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi], xmm5
@@ -2756,11 +3042,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2769,8 +3056,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 32], xmm5
@@ -2782,11 +3070,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2795,8 +3084,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 64], xmm5
@@ -2808,11 +3098,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2821,8 +3112,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 96], xmm5
@@ -2834,11 +3126,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2847,8 +3140,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 128], xmm5
@@ -2860,11 +3154,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2873,8 +3168,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 160], xmm5
@@ -2886,11 +3182,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2899,8 +3196,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 192], xmm5
@@ -2912,11 +3210,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 48]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 16]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2925,8 +3224,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 224], xmm5
@@ -2952,12 +3252,13 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
+    pmulhuw      xmm7, [rax - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 80]
+    pmulhuw      xmm8, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -2966,16 +3267,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
+    pmulhuw      xmm9, [rax - 96]
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 80]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -2984,16 +3287,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm4, [rax - 112]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 80]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3002,18 +3307,20 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
+    pmulhuw      xmm13, [rax - 96]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 112]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 64]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 80]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm15, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm13, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -3026,16 +3333,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm3, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 160]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 128
+    pmulhuw      xmm14, [rax - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 144]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -3044,16 +3353,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm8, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm8, [rax - 112]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 160]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 128
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 176]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 144]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3062,16 +3373,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    paddw        xmm9, [rel pw_6658]
-    paddw        xmm10, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm10, [rax - 112]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 224]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm13, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -3082,16 +3395,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 224]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 192
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 240]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 208]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -3104,16 +3419,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 384] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 256
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm4, xmm12
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 304]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 256]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 272]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -3122,16 +3439,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    paddw        xmm14, [rel pw_6658]
-    paddw        xmm15, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 352]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 320
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 368]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 320]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 336]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -3140,16 +3459,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm8, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm8, [rax - 112]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 416]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 384
+    pmulhuw      xmm9, [rax - 96]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 432]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 384]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 400]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -3160,16 +3481,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    paddw        xmm9, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 480]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 576] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 448
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 496]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 448]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 464]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm1, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -3182,16 +3505,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm6
     paddw        xmm9, xmm13
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 640] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 512
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 560]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 512]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 528]
+    pmulhuw      xmm13, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm5, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm4, xmm5
@@ -3200,16 +3525,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm4
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm15
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm14, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 608]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 704] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 576
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 624]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 576]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 592]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm12, [rax - 128]
+    pmullw       xmm8, [rax - 112]
     pmullw       xmm4, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -3218,16 +3545,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm4, xmm12
     movdqa       xmm15, xmm7
     paddw        xmm15, xmm8
-    paddw        xmm11, [rel pw_6658]
-    paddw        xmm7, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm11, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 672]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 768] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 640
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 688]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 640]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 656]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm8, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -3240,16 +3569,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm12
     paddw        xmm7, xmm2
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 736]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 832] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 704
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 752]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 704]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 720]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm2, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -3259,8 +3590,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm9
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    paddw        xmm2, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm2, xmm9
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
@@ -3291,13 +3623,15 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm10, xmm2
     punpckhwd    xmm0, xmm1
     movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 800]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 896] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 768
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 816]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 768]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 784]
+    pmulhuw      xmm2, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    movdqu       xmm12, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmullw       xmm1, xmm12
     pmullw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3306,16 +3640,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm1, xmm5
     movdqa       xmm2, xmm9
     paddw        xmm2, xmm13
-    paddw        xmm6, [rel pw_6658]
-    paddw        xmm9, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 864]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 960] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 832
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 880]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 832]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 848]
+    pmulhuw      xmm13, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm5, xmm12
     pmullw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3326,16 +3662,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm13
     paddw        xmm5, xmm15
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 928]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1024] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 896
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm15, xmm7
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 944]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 896]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 912]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     pmullw       xmm4, xmm12
     pmullw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3346,16 +3684,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm14
     paddw        xmm15, xmm7
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm14, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 992]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1088] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 960
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm11, xmm0
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1008]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 960]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 976]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm0, [rax - 112]
     pmullw       xmm7, xmm12
     pmullw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3365,8 +3705,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddw        xmm12, xmm0
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm11, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm11, [rax - 112]
     psubw        xmm8, xmm10
     psubw        xmm11, xmm0
     movdqa       xmm0, xmm1
@@ -3398,13 +3739,15 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm12, xmm11
     movdqa       xmm8, xmm1
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1056]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1152] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1024
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm11, xmm2
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1072]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1024]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1040]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqu       xmm14, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm14, [rax - 128]                  ; reload
     pmullw       xmm8, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -3413,16 +3756,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm8, xmm1
     movdqa       xmm11, xmm10
     paddw        xmm11, xmm2
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm10, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm10, [rax - 112]
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1088
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm2, xmm5
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1136]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1088]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1104]
+    pmulhuw      xmm2, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm1, xmm14
     pmullw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -3433,16 +3778,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm9
     paddw        xmm2, xmm5
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm9, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1152
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1200]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1152]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1168]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm5, xmm14
     pmullw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -3453,16 +3800,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm13
     paddw        xmm6, xmm15
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1248]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1344] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1216
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1264]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1216]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1232]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm3, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -3472,8 +3821,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm12
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm15, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm4, xmm7
     psubw        xmm15, xmm12
     movdqa       xmm7, xmm8
@@ -3505,87 +3855,111 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm3, xmm4
     punpckhwd    xmm14, xmm15
     movdqa       xmm4, xmm7                          ; shoup: the output range asked for
-    pmulhuw      xmm4, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm4, [rax - 128]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm7, [rel pw_1]
-    pmullw       xmm12, [rel pw_1 + 16]
-    pmullw       xmm4, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm12, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm7, xmm4
     psubw        xmm12, xmm15
     movdqa       xmm4, xmm8                          ; shoup: the output range asked for
-    pmulhuw      xmm4, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm4, [rax - 128]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm8, [rel pw_1]
-    pmullw       xmm11, [rel pw_1 + 16]
-    pmullw       xmm4, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm11, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm8, xmm4
     psubw        xmm11, xmm15
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm4                         ; shoup: the output range asked for
-    pmulhuw      xmm15, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm15, [rax - 128]
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    pmulhuw      xmm11, [rel pw_19 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm10, [rel pw_1 + 16]
-    pmullw       xmm15, [rel pw_3329]
-    pmullw       xmm11, [rel pw_3329 + 16]
+    pmulhuw      xmm11, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm15, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     psubw        xmm4, xmm15
     psubw        xmm10, xmm11
     movdqa       xmm11, xmm0                         ; shoup: the output range asked for
-    pmulhuw      xmm11, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm11, [rax - 128]
     movdqa       xmm15, xmm2
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm11, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm2, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm0, xmm11
     psubw        xmm2, xmm15
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm15, xmm11                        ; shoup: the output range asked for
-    pmulhuw      xmm15, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm15, [rax - 128]
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel pw_19 + 16]
-    pmullw       xmm11, [rel pw_1]
-    pmullw       xmm9, [rel pw_1 + 16]
-    pmullw       xmm15, [rel pw_3329]
-    pmullw       xmm2, [rel pw_3329 + 16]
+    pmulhuw      xmm2, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm9, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm15, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     psubw        xmm11, xmm15
     psubw        xmm9, xmm2
     movdqa       xmm2, xmm1                          ; shoup: the output range asked for
-    pmulhuw      xmm2, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm2, [rax - 128]
     movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm6, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm6, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm1, xmm2
     psubw        xmm6, xmm15
     movdqa       xmm2, xmm5                          ; shoup: the output range asked for
-    pmulhuw      xmm2, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm2, [rax - 128]
     movdqa       xmm15, xmm13
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm5, [rel pw_1]
-    pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm13, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm5, xmm2
     psubw        xmm13, xmm15
     movdqa       xmm2, xmm3                          ; shoup: the output range asked for
-    pmulhuw      xmm2, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm2, [rax - 128]
     movdqa       xmm15, xmm14
-    pmulhuw      xmm15, [rel pw_19 + 16]
-    pmullw       xmm3, [rel pw_1]
-    pmullw       xmm14, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmulhuw      xmm15, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm3, xmm2
     psubw        xmm14, xmm15
     movdqu       [rdi], xmm7
@@ -3624,14 +3998,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
+    pmulhuw      xmm7, [rax - 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm9
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1296]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     movdqa       [rsp], xmm15                        ; spill
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmullw       xmm7, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3640,16 +4016,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm6, xmm8
     movdqa       xmm7, xmm1
     paddw        xmm7, xmm9
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1296]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     pmullw       xmm8, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -3658,16 +4036,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    paddw        xmm2, [rel pw_6658]
-    paddw        xmm3, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
+    pmulhuw      xmm10, [rax - 96]
     movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1296]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm12, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm10, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3676,18 +4056,20 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm5, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
+    pmulhuw      xmm12, [rax - 96]
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1296]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm12, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -3700,16 +4082,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm13
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1344
+    pmulhuw      xmm13, [rax - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1392]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1344]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1360]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -3718,16 +4102,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm14, xmm7
     paddw        xmm14, xmm11
-    paddw        xmm6, [rel pw_6658]
-    paddw        xmm7, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1344
+    pmulhuw      xmm10, [rax - 96]
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1392]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1344]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1360]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm12, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm10, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3736,16 +4122,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm1
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm9, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm9, [rax - 112]
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1440]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1408
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm12, xmm5
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1456]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1424]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -3756,16 +4144,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm12
     paddw        xmm1, xmm5
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1440]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1408
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1456]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1424]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm4, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -3778,16 +4168,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm12
     paddw        xmm0, xmm2
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1504]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1600] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1472
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1520]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1472]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1488]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -3796,16 +4188,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm2, xmm10
     movdqa       xmm3, xmm14
     paddw        xmm3, xmm11
-    paddw        xmm13, [rel pw_6658]
-    paddw        xmm14, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm13, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1568]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1664] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1536
+    pmulhuw      xmm10, [rax - 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1584]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1536]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1552]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     pmullw       xmm10, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -3814,16 +4208,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm8
     movdqa       xmm11, xmm7
     paddw        xmm11, xmm9
-    paddw        xmm6, [rel pw_6658]
-    paddw        xmm7, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1632]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1728] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1600
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm9, xmm0
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1648]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1600]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1616]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm0, [rax - 112]
     pmullw       xmm8, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -3834,16 +4230,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm0
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1696]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1792] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1664
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm5, xmm12
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1712]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1680]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm0, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -3856,16 +4254,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm5
     paddw        xmm8, xmm12
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm5, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1760]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1856] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1728
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1776]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1728]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1744]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm4, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -3874,16 +4274,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm4, xmm3
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm14
-    paddw        xmm2, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1824]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1920] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1792
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1840]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1792]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1808]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     pmullw       xmm3, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -3892,16 +4294,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm14, xmm6
     paddw        xmm14, xmm7
-    paddw        xmm10, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1888]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1984] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1856
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1904]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1856]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1872]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -3914,16 +4318,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm11
     paddw        xmm6, xmm1
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm11, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm11, [rax - 112]
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1952]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2048] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1920
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1968]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1920]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1936]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -3933,8 +4339,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm9, xmm8
     movdqa       xmm15, xmm0
     paddw        xmm15, xmm5
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm0, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm0, [rax - 112]
     psubw        xmm1, xmm8
     psubw        xmm0, xmm5
     movdqa       xmm5, xmm4
@@ -3965,13 +4372,15 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2016]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2112] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1984
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm1, xmm12
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2032]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1984]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2000]
+    pmulhuw      xmm1, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     movdqa       [rsp + 96], xmm11                   ; spill
-    movdqu       xmm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm11, [rax - 128]                  ; reload
     pmullw       xmm0, xmm11
     pmullw       xmm1, xmm11
     psubw        xmm4, xmm0
@@ -3980,16 +4389,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm0, xmm4
     movdqa       xmm1, xmm8
     paddw        xmm1, xmm12
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm8, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm8, [rax - 112]
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2080]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2176] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2048
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2096]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2048]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2064]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm4, xmm11
     pmullw       xmm12, xmm11
     psubw        xmm3, xmm4
@@ -4000,16 +4411,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm12
     paddw        xmm4, xmm14
-    paddw        xmm2, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2144]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2240] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2112
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2160]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2112]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2128]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm3, xmm11
     pmullw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -4020,16 +4433,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm6
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2208]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2304] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2176
+    pmulhuw      xmm6, [rax - 96]
     movdqa       xmm10, xmm15
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2224]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2176]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2192]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm6, xmm11
     pmullw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -4039,8 +4454,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm11, xmm10
     paddw        xmm11, xmm15
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm10, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm10, [rax - 112]
     psubw        xmm7, xmm9
     psubw        xmm10, xmm15
     movdqa       xmm9, xmm0
@@ -4072,13 +4488,15 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm11, xmm10
     movdqa       xmm7, xmm0
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2240
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2288]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2240]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2256]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     movdqa       [rsp + 128], xmm13                  ; spill
-    movdqu       xmm13, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm13, [rax - 128]                  ; reload
     pmullw       xmm7, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm0, xmm7
@@ -4087,16 +4505,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm7, xmm0
     movdqa       xmm10, xmm15
     paddw        xmm10, xmm1
-    paddw        xmm9, [rel pw_6658]
-    paddw        xmm15, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm9, xmm0
     psubw        xmm15, xmm1
     movdqa       xmm0, xmm5
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2432] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2304
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm1, xmm4
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2352]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2304]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2320]
+    pmulhuw      xmm1, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm0, xmm13
     pmullw       xmm1, xmm13
     psubw        xmm5, xmm0
@@ -4107,16 +4527,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm8
     paddw        xmm1, xmm4
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm8, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm8, [rax - 112]
     psubw        xmm0, xmm5
     psubw        xmm8, xmm4
     movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2368
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2416]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2368]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2384]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm2, xmm4
@@ -4127,16 +4549,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm12
     paddw        xmm5, xmm14
-    paddw        xmm4, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm12, xmm14
     movdqa       xmm2, xmm6
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2432
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2480]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2432]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2448]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     pmullw       xmm2, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm6, xmm2
@@ -4179,77 +4603,98 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm2, xmm3
     punpckhwd    xmm14, xmm13
     movdqa       xmm3, xmm6                          ; shoup: the output range asked for
-    pmulhuw      xmm3, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm3, [rax - 128]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rel pw_19 + 16]
-    pmullw       xmm6, [rel pw_1]
-    pmullw       xmm11, [rel pw_1 + 16]
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmulhuw      xmm13, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm11, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm6, xmm3
     psubw        xmm11, xmm13
     movdqa       xmm3, xmm7                          ; shoup: the output range asked for
-    pmulhuw      xmm3, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm3, [rax - 128]
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rel pw_19 + 16]
-    pmullw       xmm7, [rel pw_1]
-    pmullw       xmm10, [rel pw_1 + 16]
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmulhuw      xmm13, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm7, xmm3
     psubw        xmm10, xmm13
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm3                         ; shoup: the output range asked for
-    pmulhuw      xmm13, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm13, [rax - 128]
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm15
-    pmulhuw      xmm10, [rel pw_19 + 16]
-    pmullw       xmm3, [rel pw_1]
-    pmullw       xmm15, [rel pw_1 + 16]
-    pmullw       xmm13, [rel pw_3329]
-    pmullw       xmm10, [rel pw_3329 + 16]
+    pmulhuw      xmm10, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm15, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm10, [rax - 112]
     psubw        xmm3, xmm13
     psubw        xmm15, xmm10
     movdqa       xmm10, xmm9                         ; shoup: the output range asked for
-    pmulhuw      xmm10, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm10, [rax - 128]
     movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rel pw_19 + 16]
-    pmullw       xmm9, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm10, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmulhuw      xmm13, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm1, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm9, xmm10
     psubw        xmm1, xmm13
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm10                        ; shoup: the output range asked for
-    pmulhuw      xmm13, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm13, [rax - 128]
     movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm8
-    pmulhuw      xmm1, [rel pw_19 + 16]
-    pmullw       xmm10, [rel pw_1]
-    pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm13, [rel pw_3329]
-    pmullw       xmm1, [rel pw_3329 + 16]
+    pmulhuw      xmm1, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm8, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     psubw        xmm10, xmm13
     psubw        xmm8, xmm1
     movdqa       xmm1, xmm0                          ; shoup: the output range asked for
-    pmulhuw      xmm1, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm1, [rax - 128]
     movdqa       xmm13, xmm5
-    pmulhuw      xmm13, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm1, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmulhuw      xmm13, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm5, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm0, xmm1
     psubw        xmm5, xmm13
     movdqa       xmm1, xmm4                          ; shoup: the output range asked for
-    pmulhuw      xmm1, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm1, [rax - 128]
     movdqa       xmm13, xmm12
-    pmulhuw      xmm13, [rel pw_19 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm12, [rel pw_1 + 16]
-    pmullw       xmm1, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmulhuw      xmm13, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm12, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm4, xmm1
     psubw        xmm12, xmm13
     movdqa       xmm1, xmm2                          ; shoup: the output range asked for
@@ -4258,8 +4703,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm14, [rel pw_1 + 16]
-    pmullw       xmm1, [rel pw_3329]
-    pmullw       xmm13, [rel pw_3329 + 16]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     psubw        xmm2, xmm1
     psubw        xmm14, xmm13
     movdqu       [rdi + 256], xmm6
@@ -4293,12 +4738,14 @@ kg_kyber3329shoup_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-14}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_sse.end - kg_kyber3329shoup_basemul_sse)
 align 32
 kg_kyber3329shoup_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    lea          rax, [rel pw_m3327 + 128]           ; addresses pw_m3327 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; held in a register: read 24 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4309,9 +4756,9 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 32]
     movdqu       xmm8, [rdx + 48]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4323,9 +4770,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4341,9 +4788,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4357,11 +4804,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 128] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 0
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 48]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 16]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4372,16 +4820,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi], xmm11
@@ -4397,9 +4846,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 96]
     movdqu       xmm8, [rdx + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4411,9 +4861,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4429,9 +4879,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4445,11 +4895,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 192] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 64
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 112]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 64]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 80]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4460,16 +4911,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 64], xmm11
@@ -4485,9 +4937,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 160]
     movdqu       xmm8, [rdx + 176]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4499,9 +4952,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4517,9 +4970,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4533,11 +4986,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 160]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 256] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 128
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 176]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 128]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 144]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4548,16 +5002,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 128], xmm11
@@ -4573,9 +5028,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 224]
     movdqu       xmm8, [rdx + 240]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4587,9 +5043,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4605,9 +5061,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4621,11 +5077,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 224]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 320] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 192
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 240]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 192]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 208]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4636,16 +5093,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 192], xmm11
@@ -4661,9 +5119,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 288]
     movdqu       xmm8, [rdx + 304]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4675,9 +5134,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4693,9 +5152,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4709,11 +5168,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 288]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 384] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 304]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 256]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4724,16 +5184,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 256], xmm11
@@ -4749,9 +5210,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 352]
     movdqu       xmm8, [rdx + 368]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4763,9 +5225,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4781,9 +5243,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4797,11 +5259,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 352]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 448] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 320
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 368]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 320]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 336]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4812,16 +5275,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 320], xmm11
@@ -4837,9 +5301,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 416]
     movdqu       xmm8, [rdx + 432]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4851,9 +5316,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4869,9 +5334,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4885,11 +5350,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 416]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 512] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 384
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 432]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 384]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 400]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4900,16 +5366,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm3, 15
     movdqa       xmm4, xmm12
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm11, xmm3
     paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_6658]
-    pand         xmm4, [rel pw_6658 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 384], xmm11
@@ -4925,9 +5392,10 @@ kg_kyber3329shoup_basemul_sse:
     movdqu       xmm7, [rdx + 480]
     movdqu       xmm8, [rdx + 496]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4939,9 +5407,9 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4957,9 +5425,9 @@ kg_kyber3329shoup_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4973,11 +5441,12 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 480]
+    lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 576] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 448
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 496]
-    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 448]
-    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 464]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4988,16 +5457,17 @@ kg_kyber3329shoup_basemul_sse:
     psraw        xmm0, 15
     movdqa       xmm3, xmm12
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_6658]
-    pand         xmm3, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm3, [rax - 112]
     paddw        xmm11, xmm0
     paddw        xmm12, xmm3
     movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_6658]
-    pand         xmm3, [rel pw_6658 + 16]
+    pand         xmm0, [rax - 128]
+    pand         xmm3, [rax - 112]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqu       [rdi + 448], xmm11
@@ -5015,7 +5485,7 @@ kg_kyber3329shoup_basemul_sse:
 ;   ensures:  every a[i] in [0, 39904] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 4 vector reductions
@@ -5030,7 +5500,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -5108,27 +5579,32 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm1
     movdqa       xmm12, xmm14
     paddw        xmm12, xmm2
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm14, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 0
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 48]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 16]
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmulhuw      xmm2, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm14, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmullw       xmm1, xmm15
     pmullw       xmm2, xmm15
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm11
-    pmulhuw      xmm1, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm1, [rax - 128]
     movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel pw_10079 + 16]
-    pmullw       xmm11, [rel pw_512]
-    pmullw       xmm12, [rel pw_512 + 16]
+    pmulhuw      xmm2, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm2, xmm15
     psubw        xmm11, xmm1
@@ -5137,26 +5613,30 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm1, xmm5
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm6
-    paddw        xmm13, [rel pw_6658]
-    paddw        xmm3, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm13, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 64
+    pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 112]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 64]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 80]
+    pmulhuw      xmm6, [rax - 80]
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     pmullw       xmm5, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm5, [rax - 128]
     movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_10079 + 16]
-    pmullw       xmm1, [rel pw_512]
-    pmullw       xmm2, [rel pw_512 + 16]
+    pmulhuw      xmm6, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm5, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm1, xmm5
@@ -5167,27 +5647,31 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm6
     paddw        xmm2, [rsp + 96]
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm8, xmm9
     psubw        xmm6, [rsp + 96]
     movdqa       xmm9, xmm8
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 160]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 128
+    pmulhuw      xmm9, [rax - 96]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm6
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 176]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 128]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 144]
+    pmulhuw      xmm1, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm9, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm8, xmm9
     psubw        xmm6, xmm1
     movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm1, [rax - 128]
     movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel pw_10079 + 16]
-    pmullw       xmm5, [rel pw_512]
-    pmullw       xmm2, [rel pw_512 + 16]
+    pmulhuw      xmm9, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm1, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm5, xmm1
@@ -5198,26 +5682,30 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm4
     paddw        xmm2, xmm7
-    paddw        xmm1, [rel pw_6658]
-    paddw        xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm4, [rax - 112]
     psubw        xmm1, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 224]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 192
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 240]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 192]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 208]
+    pmulhuw      xmm10, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm1, xmm7
     psubw        xmm4, xmm10
     movdqa       xmm7, xmm9
-    pmulhuw      xmm7, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm7, [rax - 128]
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_10079 + 16]
-    pmullw       xmm9, [rel pw_512]
-    pmullw       xmm2, [rel pw_512 + 16]
+    pmulhuw      xmm10, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm9, xmm7
@@ -5280,18 +5768,21 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm1, xmm11
     movdqa       xmm4, xmm7
     paddw        xmm4, [rsp + 160]
-    paddw        xmm15, [rel pw_6658]
-    paddw        xmm7, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm15, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm15, xmm11
     psubw        xmm7, [rsp + 160]
     movdqa       xmm8, xmm15
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 288]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 384] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 256
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 304]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 256]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 272]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm15, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 160], xmm4                   ; spill
-    movdqu       xmm4, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm4, [rax - 128]                   ; reload
     pmullw       xmm8, xmm4
     pmullw       xmm11, xmm4
     psubw        xmm15, xmm8
@@ -5302,16 +5793,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm0
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm8, xmm14
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm8
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 352]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 320
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 368]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 320]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 336]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm0, xmm4
     pmullw       xmm14, xmm4
     psubw        xmm8, xmm0
@@ -5322,16 +5815,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm3
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm0, xmm5
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 416]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 512] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 384
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 432]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 384]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 400]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm3, xmm4
     pmullw       xmm5, xmm4
     psubw        xmm0, xmm3
@@ -5340,16 +5835,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, xmm9
     movdqa       xmm5, xmm6
     paddw        xmm5, xmm2
-    paddw        xmm10, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm10, xmm9
     psubw        xmm6, xmm2
     movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 480]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 576] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 448
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm9, xmm6
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 496]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 448]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 464]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm2, xmm4
     pmullw       xmm9, xmm4
     psubw        xmm10, xmm2
@@ -5387,18 +5884,21 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm6, xmm1
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm9
-    paddw        xmm2, [rel pw_9987]
-    paddw        xmm4, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm4, [rax - 112]
     psubw        xmm2, xmm1
     psubw        xmm4, xmm9
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 544]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 640] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 512
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 560]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 512]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 528]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     movdqa       [rsp], xmm10                        ; spill
-    movdqu       xmm10, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm10, [rax - 128]                  ; reload
     pmullw       xmm1, xmm10
     pmullw       xmm9, xmm10
     psubw        xmm2, xmm1
@@ -5409,16 +5909,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm15
     paddw        xmm9, xmm11
-    paddw        xmm1, [rel pw_9987]
-    paddw        xmm15, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm1, xmm7
     psubw        xmm15, xmm11
     movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 608]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 576
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm11, xmm15
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 624]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 576]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 592]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm7, xmm10
     pmullw       xmm11, xmm10
     psubw        xmm1, xmm7
@@ -5429,16 +5931,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm7, [rel pw_9987]
-    paddw        xmm12, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm7, xmm8
     psubw        xmm12, xmm14
     movdqa       xmm8, xmm7
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 672]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 768] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 640
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 688]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 640]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 656]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm8, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm7, xmm8
@@ -5447,16 +5951,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm8, xmm3
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm5
-    paddw        xmm0, [rel pw_9987]
-    paddw        xmm13, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm0, xmm3
     psubw        xmm13, xmm5
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 736]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 832] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 704
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 752]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 704]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 720]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm3, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm0, xmm3
@@ -5465,17 +5971,19 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, [rsp]
     movdqa       xmm5, xmm2
     paddw        xmm5, xmm4
-    paddw        xmm6, [rel pw_16645]
-    paddw        xmm2, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm6, [rsp]
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm6
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 800]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 896] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 768
+    pmulhuw      xmm4, [rax - 96]
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 816]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 768]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 784]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm4, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm6, xmm4
@@ -5486,16 +5994,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm1
     paddw        xmm2, xmm15
-    paddw        xmm4, [rel pw_16645]
-    paddw        xmm1, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm4, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm4, xmm9
     psubw        xmm1, xmm15
     movdqa       xmm9, xmm4
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 864]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 832
+    pmulhuw      xmm9, [rax - 96]
     movdqa       xmm15, xmm1
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 880]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 832]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 848]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm9, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm4, xmm9
@@ -5506,16 +6016,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm7
     paddw        xmm15, xmm12
-    paddw        xmm9, [rel pw_16645]
-    paddw        xmm7, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm9, xmm11
     psubw        xmm7, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 928]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1024] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 896
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 944]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 896]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 912]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm9, xmm11
@@ -5524,16 +6036,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm14
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm13
-    paddw        xmm8, [rel pw_16645]
-    paddw        xmm0, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm0, [rax - 112]
     psubw        xmm8, xmm14
     psubw        xmm0, xmm13
     movdqa       xmm13, xmm8
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 992]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1088] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 960
+    pmulhuw      xmm13, [rax - 96]
     movdqa       xmm14, xmm0
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1008]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 960]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 976]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm0, [rax - 112]
     pmullw       xmm13, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm8, xmm13
@@ -5544,16 +6058,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm2
-    paddw        xmm3, [rel pw_33290]
-    paddw        xmm14, [rel pw_33290 + 16]
+    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm3, xmm5
     psubw        xmm14, xmm2
     movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1024
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1072]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1024]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1040]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm3, xmm2
@@ -5564,16 +6080,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm5
     paddw        xmm14, xmm1
-    paddw        xmm6, [rel pw_6658]
-    paddw        xmm5, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psubw        xmm6, xmm4
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm6
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1024
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm4, xmm5
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1072]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1024]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1040]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm1, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm6, xmm1
@@ -5584,16 +6102,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm15
     paddw        xmm5, xmm12
-    paddw        xmm1, [rel pw_33290]
-    paddw        xmm15, [rel pw_33290 + 16]
+    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm1, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1088
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm15
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1136]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1088]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1104]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm1, xmm11
@@ -5602,56 +6122,66 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm8
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm0
-    paddw        xmm9, [rel pw_6658]
-    paddw        xmm7, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm7, [rax - 112]
     psubw        xmm9, xmm8
     psubw        xmm7, xmm0
     movdqa       xmm0, xmm9
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1088
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm8, xmm7
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1136]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1088]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1104]
+    pmulhuw      xmm8, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     pmullw       xmm0, xmm10
     pmullw       xmm8, xmm10
     psubw        xmm9, xmm0
     psubw        xmm7, xmm8
     movdqa       xmm0, [rsp + 160]                   ; reload
     movdqa       xmm8, xmm0                          ; shoup: before layer 1
-    pmulhuw      xmm8, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm8, [rax - 128]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    pmulhuw      xmm7, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm8, [rel pw_3329]
-    pmullw       xmm7, [rel pw_3329 + 16]
+    pmulhuw      xmm7, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm13, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm7, [rax - 112]
     psubw        xmm0, xmm8
     psubw        xmm13, xmm7
     movdqa       xmm7, xmm4                          ; shoup: before layer 1
-    pmulhuw      xmm7, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm7, [rax - 128]
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel pw_19 + 16]
-    pmullw       xmm4, [rel pw_1]
-    pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm7, [rel pw_3329]
-    pmullw       xmm8, [rel pw_3329 + 16]
+    pmulhuw      xmm8, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm5, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm8, [rax - 112]
     psubw        xmm4, xmm7
     psubw        xmm5, xmm8
     movdqa       xmm7, xmm0                          ; layer 1
     paddw        xmm7, xmm4
     movdqa       xmm8, xmm13
     paddw        xmm8, xmm5
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm0, xmm4
     psubw        xmm13, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm4, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm0, xmm4
@@ -5660,16 +6190,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm11
     movdqa       xmm5, xmm14
     paddw        xmm5, xmm12
-    paddw        xmm2, [rel pw_9987]
-    paddw        xmm14, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm2, xmm11
     psubw        xmm14, xmm12
     movdqa       xmm11, xmm2
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm2, xmm11
@@ -5680,16 +6212,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm15
-    paddw        xmm3, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm3, xmm1
     psubw        xmm12, xmm15
     movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm1, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm3, xmm1
@@ -5700,17 +6234,19 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, [rsp + 64]
-    paddw        xmm6, [rel pw_6658]
-    paddw        xmm15, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm6, xmm9
     psubw        xmm15, [rsp + 64]
     movdqa       xmm9, xmm6
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
+    pmulhuw      xmm9, [rax - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm9, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm6, xmm9
@@ -5811,27 +6347,32 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm0
     movdqa       xmm12, xmm14
     paddw        xmm12, xmm1
-    paddw        xmm10, [rel pw_6658]
-    paddw        xmm14, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm10
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1248]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1344] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1216
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm1, xmm14
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1264]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1216]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1232]
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmulhuw      xmm1, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm14, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmullw       xmm0, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm11
-    pmulhuw      xmm0, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm0, [rax - 128]
     movdqa       xmm1, xmm12
-    pmulhuw      xmm1, [rel pw_10079 + 16]
-    pmullw       xmm11, [rel pw_512]
-    pmullw       xmm12, [rel pw_512 + 16]
+    pmulhuw      xmm1, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm0, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm11, xmm0
@@ -5840,26 +6381,30 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm0, xmm4
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm5
-    paddw        xmm13, [rel pw_6658]
-    paddw        xmm2, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm13, [rax - 128]
+    paddw        xmm2, [rax - 112]
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1280
+    pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1328]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1296]
+    pmulhuw      xmm5, [rax - 80]
+    pmullw       xmm13, [rax - 128]
+    pmullw       xmm2, [rax - 112]
     pmullw       xmm4, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm4, [rax - 128]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rel pw_10079 + 16]
-    pmullw       xmm0, [rel pw_512]
-    pmullw       xmm1, [rel pw_512 + 16]
+    pmulhuw      xmm5, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm4, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm0, xmm4
@@ -5870,27 +6415,31 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, xmm5
     paddw        xmm1, [rsp + 128]
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm5, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psubw        xmm7, xmm8
     psubw        xmm5, [rsp + 128]
     movdqa       xmm8, xmm7
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1344
+    pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm5
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1392]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1344]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1360]
+    pmulhuw      xmm0, [rax - 80]
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm8, xmm15
     pmullw       xmm0, xmm15
     psubw        xmm7, xmm8
     psubw        xmm5, xmm0
     movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel pw_10079]
+    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
+    pmulhuw      xmm0, [rax - 128]
     movdqa       xmm8, xmm1
-    pmulhuw      xmm8, [rel pw_10079 + 16]
-    pmullw       xmm4, [rel pw_512]
-    pmullw       xmm1, [rel pw_512 + 16]
+    pmulhuw      xmm8, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    pmullw       xmm4, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm0, xmm15
     pmullw       xmm8, xmm15
     psubw        xmm4, xmm0
@@ -5901,16 +6450,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm3
     paddw        xmm1, xmm6
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm3, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psubw        xmm0, xmm9
     psubw        xmm3, xmm6
     movdqa       xmm6, xmm0
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1440]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm6, [rax - 96]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1456]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1408]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1424]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     pmullw       xmm6, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm0, xmm6
@@ -5983,18 +6534,21 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm0, xmm11
     movdqa       xmm3, xmm6
     paddw        xmm3, [rsp + 32]
-    paddw        xmm15, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm15, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm15, xmm11
     psubw        xmm6, [rsp + 32]
     movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1504]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1600] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1472
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm11, xmm6
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1520]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1472]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1488]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm15, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     movdqa       [rsp + 32], xmm3                    ; spill
-    movdqu       xmm3, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm3, [rax - 128]                   ; reload
     pmullw       xmm7, xmm3
     pmullw       xmm11, xmm3
     psubw        xmm15, xmm7
@@ -6005,16 +6559,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm9
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm7, xmm14
     psubw        xmm12, xmm9
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1568]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1664] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1536
+    pmulhuw      xmm9, [rax - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1584]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1536]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1552]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm9, xmm3
     pmullw       xmm14, xmm3
     psubw        xmm7, xmm9
@@ -6025,16 +6581,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm2
-    paddw        xmm9, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm9, xmm4
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1632]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1728] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1600
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1648]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1600]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1616]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm2, xmm3
     pmullw       xmm4, xmm3
     psubw        xmm9, xmm2
@@ -6043,16 +6601,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm2, xmm8
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm1
-    paddw        xmm10, [rel pw_6658]
-    paddw        xmm5, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm5, [rax - 112]
     psubw        xmm10, xmm8
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1696]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1664
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1712]
-    pmullw       xmm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1664]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1680]
+    pmulhuw      xmm8, [rax - 80]
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm5, [rax - 112]
     pmullw       xmm1, xmm3
     pmullw       xmm8, xmm3
     psubw        xmm10, xmm1
@@ -6090,18 +6650,21 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm5, xmm0
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm8
-    paddw        xmm1, [rel pw_9987]
-    paddw        xmm3, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psubw        xmm1, xmm0
     psubw        xmm3, xmm8
     movdqa       xmm0, xmm1
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1760]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1856] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1728
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm8, xmm3
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1776]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1728]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1744]
+    pmulhuw      xmm8, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     movdqa       [rsp], xmm10                        ; spill
-    movdqu       xmm10, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm10, [rax - 128]                  ; reload
     pmullw       xmm0, xmm10
     pmullw       xmm8, xmm10
     psubw        xmm1, xmm0
@@ -6112,16 +6675,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm15
     paddw        xmm8, xmm11
-    paddw        xmm0, [rel pw_9987]
-    paddw        xmm15, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm0, xmm6
     psubw        xmm15, xmm11
     movdqa       xmm6, xmm0
-    pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1824]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1920] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1792
+    pmulhuw      xmm6, [rax - 96]
     movdqa       xmm11, xmm15
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1840]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1792]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1808]
+    pmulhuw      xmm11, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm6, xmm10
     pmullw       xmm11, xmm10
     psubw        xmm0, xmm6
@@ -6132,16 +6697,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_9987]
-    paddw        xmm12, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm6, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm6, xmm7
     psubw        xmm12, xmm14
     movdqa       xmm7, xmm6
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1888]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1984] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1856
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1904]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1856]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1872]
+    pmulhuw      xmm14, [rax - 80]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm7, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm6, xmm7
@@ -6150,16 +6717,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm7, xmm2
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm4
-    paddw        xmm9, [rel pw_9987]
-    paddw        xmm13, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm9, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm9, xmm2
     psubw        xmm13, xmm4
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1952]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1920
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1968]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1920]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1936]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm9, xmm2
@@ -6168,17 +6737,19 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm2, [rsp]
     movdqa       xmm4, xmm1
     paddw        xmm4, xmm3
-    paddw        xmm5, [rel pw_16645]
-    paddw        xmm1, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm5, [rsp]
     psubw        xmm1, xmm3
     movdqa       xmm3, xmm5
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2016]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2112] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1984
+    pmulhuw      xmm3, [rax - 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2032]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1984]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2000]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm3, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm5, xmm3
@@ -6189,16 +6760,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm0
     paddw        xmm1, xmm15
-    paddw        xmm3, [rel pw_16645]
-    paddw        xmm0, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm0, [rax - 112]
     psubw        xmm3, xmm8
     psubw        xmm0, xmm15
     movdqa       xmm8, xmm3
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2080]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2176] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2048
+    pmulhuw      xmm8, [rax - 96]
     movdqa       xmm15, xmm0
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2096]
-    pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2048]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2064]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm0, [rax - 112]
     pmullw       xmm8, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm3, xmm8
@@ -6209,16 +6782,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm12
-    paddw        xmm8, [rel pw_16645]
-    paddw        xmm6, [rel pw_16645 + 16]
+    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm8, xmm11
     psubw        xmm6, xmm12
     movdqa       xmm11, xmm8
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2144]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2112
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2160]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2112]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2128]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm8, xmm11
@@ -6232,11 +6807,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm7, xmm14
     psubw        xmm9, xmm13
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2208]
+    pmulhuw      xmm13, [rax - 32]
     movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2224]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2176]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2192]
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm7, [rax - 64]
+    pmullw       xmm9, [rax - 48]
     pmullw       xmm13, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm7, xmm13
@@ -6247,16 +6822,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm1
-    paddw        xmm2, [rel pw_33290]
-    paddw        xmm14, [rel pw_33290 + 16]
+    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm2, xmm4
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2240
+    pmulhuw      xmm1, [rax - 96]
     movdqa       xmm4, xmm14
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2288]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2240]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2256]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm1, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm2, xmm1
@@ -6267,16 +6844,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
     paddw        xmm14, xmm0
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm4, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm4, [rax - 112]
     psubw        xmm5, xmm3
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm5
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2240
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm3, xmm4
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2288]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2240]
-    pmullw       xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2256]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm0, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm5, xmm0
@@ -6292,11 +6871,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm0
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2336]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm15
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2352]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2304]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2320]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm15, [rax - 48]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm0, xmm11
@@ -6305,30 +6884,35 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm7
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm9
-    paddw        xmm8, [rel pw_6658]
-    paddw        xmm6, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm8, [rax - 128]
+    paddw        xmm6, [rax - 112]
     psubw        xmm8, xmm7
     psubw        xmm6, xmm9
     movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2304
+    pmulhuw      xmm7, [rax - 96]
     movdqa       xmm9, xmm6
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2352]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2304]
-    pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2320]
+    pmulhuw      xmm9, [rax - 80]
+    pmullw       xmm8, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     pmullw       xmm7, xmm10
     pmullw       xmm9, xmm10
     psubw        xmm8, xmm7
     psubw        xmm6, xmm9
     movdqa       xmm7, [rsp + 32]                    ; reload
     movdqa       xmm9, xmm7                          ; shoup: before layer 1
-    pmulhuw      xmm9, [rel pw_19]
+    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
+    pmulhuw      xmm9, [rax - 128]
     movdqa       [rsp + 160], xmm6                   ; spill
     movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rel pw_19 + 16]
-    pmullw       xmm7, [rel pw_1]
-    pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm9, [rel pw_3329]
-    pmullw       xmm6, [rel pw_3329 + 16]
+    pmulhuw      xmm6, [rax - 112]
+    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm13, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm9, [rax - 128]
+    pmullw       xmm6, [rax - 112]
     psubw        xmm7, xmm9
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm3                          ; shoup: before layer 1
@@ -6337,24 +6921,26 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmulhuw      xmm9, [rel pw_19 + 16]
     pmullw       xmm3, [rel pw_1]
     pmullw       xmm4, [rel pw_1 + 16]
-    pmullw       xmm6, [rel pw_3329]
-    pmullw       xmm9, [rel pw_3329 + 16]
+    pmullw       xmm6, [rax - 128]
+    pmullw       xmm9, [rax - 112]
     psubw        xmm3, xmm6
     psubw        xmm4, xmm9
     movdqa       xmm6, xmm7                          ; layer 1
     paddw        xmm6, xmm3
     movdqa       xmm9, xmm13
     paddw        xmm9, xmm4
-    paddw        xmm7, [rel pw_6658]
-    paddw        xmm13, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm7, [rax - 128]
+    paddw        xmm13, [rax - 112]
     psubw        xmm7, xmm3
     psubw        xmm13, xmm4
     movdqa       xmm3, xmm7
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm3, [rax - 96]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmulhuw      xmm4, [rax - 80]
+    pmullw       xmm7, [rax - 128]
+    pmullw       xmm13, [rax - 112]
     pmullw       xmm3, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm7, xmm3
@@ -6363,16 +6949,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm14
     paddw        xmm4, xmm12
-    paddw        xmm1, [rel pw_9987]
-    paddw        xmm14, [rel pw_9987 + 16]
+    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
+    paddw        xmm1, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psubw        xmm1, xmm11
     psubw        xmm14, xmm12
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm1, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm1, xmm11
@@ -6383,16 +6971,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm15
-    paddw        xmm2, [rel pw_6658]
-    paddw        xmm12, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psubw        xmm2, xmm0
     psubw        xmm12, xmm15
     movdqa       xmm0, xmm2
-    pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm0, [rax - 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmulhuw      xmm15, [rax - 80]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm0, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm2, xmm0
@@ -6403,17 +6993,19 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, [rsp + 160]
-    paddw        xmm5, [rel pw_6658]
-    paddw        xmm15, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm5, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psubw        xmm5, xmm8
     psubw        xmm15, [rsp + 160]
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm15
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmulhuw      xmm2, [rax - 80]
+    pmullw       xmm5, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm8, xmm10
     pmullw       xmm2, xmm10
     psubw        xmm5, xmm8
@@ -6445,16 +7037,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    paddw        xmm0, [rel pw_13316]
-    paddw        xmm1, [rel pw_13316 + 16]
+    lea          rax, [rel pw_13316 + 128]           ; addresses pw_13316 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6476,11 +7070,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6502,11 +7096,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6528,11 +7122,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6549,16 +7143,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6575,16 +7171,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6601,16 +7199,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    paddw        xmm0, [rel pw_6658]
-    paddw        xmm1, [rel pw_6658 + 16]
+    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
+    paddw        xmm0, [rax - 128]
+    paddw        xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6632,11 +7232,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2464]
+    pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2480]
-    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432]
-    pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2448]
+    pmulhuw      xmm3, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm1, [rax - 112]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6657,22 +7257,28 @@ kg_kyber3329shoup_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_sse.end - kg_kyber3329shoup_reduce_shoup_sse)
 align 32
 kg_kyber3329shoup_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_19]                   ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_19 + 16]              ; held in a register: read 16 times
+    movdqu       xmm6, [rel pw_1]                    ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_1 + 16]               ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_3329]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6680,13 +7286,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6694,13 +7300,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6708,13 +7314,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -6722,13 +7328,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -6736,13 +7342,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -6750,13 +7356,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -6764,13 +7370,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -6778,13 +7384,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -6792,13 +7398,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -6806,13 +7412,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -6820,13 +7426,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -6834,13 +7440,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -6848,13 +7454,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -6862,13 +7468,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -6876,13 +7482,13 @@ kg_kyber3329shoup_reduce_shoup_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; shoup
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm5
+    pmullw       xmm0, xmm6
+    pmullw       xmm1, xmm7
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -6897,28 +7503,34 @@ kg_kyber3329shoup_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_sse.end - kg_kyber3329shoup_freeze_sse)
 align 32
 kg_kyber3329shoup_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_3329]                 ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_3329 + 16]            ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_19]                   ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_19 + 16]              ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_1]                    ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_1 + 16]               ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6926,19 +7538,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6946,19 +7558,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6966,19 +7578,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -6986,19 +7598,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -7006,19 +7618,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -7026,19 +7638,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -7046,19 +7658,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -7066,19 +7678,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -7086,19 +7698,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -7106,19 +7718,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -7126,19 +7738,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -7146,19 +7758,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -7166,19 +7778,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -7186,19 +7798,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -7206,19 +7818,19 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhuw      xmm2, [rel pw_19]
+    pmulhuw      xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19 + 16]
-    pmullw       xmm0, [rel pw_1]
-    pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmulhuw      xmm3, xmm7
+    pmullw       xmm0, xmm8
+    pmullw       xmm1, xmm9
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
-    psubw        xmm2, [rel pw_3329]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm5
     pminuw       xmm0, xmm2
     pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7233,13 +7845,16 @@ kg_kyber3329shoup_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_sse.end - kg_kyber3329shoup_mulmod_shoup_sse)
 align 32
 kg_kyber3329shoup_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7255,9 +7870,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7277,9 +7892,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7299,9 +7914,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7321,9 +7936,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -7343,9 +7958,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -7365,9 +7980,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -7387,9 +8002,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -7409,9 +8024,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -7431,9 +8046,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -7453,9 +8068,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -7475,9 +8090,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -7497,9 +8112,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -7519,9 +8134,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -7541,9 +8156,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -7563,9 +8178,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -7585,9 +8200,9 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1
@@ -7602,13 +8217,18 @@ kg_kyber3329shoup_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_sse.end - kg_kyber3329shoup_muladd_shoup_sse)
 align 32
 kg_kyber3329shoup_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7628,15 +8248,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7660,15 +8280,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7692,15 +8312,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7724,15 +8344,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -7756,15 +8376,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -7788,15 +8408,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -7820,15 +8440,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -7852,15 +8472,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -7884,15 +8504,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -7916,15 +8536,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -7948,15 +8568,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -7980,15 +8600,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -8012,15 +8632,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -8044,15 +8664,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8076,15 +8696,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8108,15 +8728,15 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_6658]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_6658 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1

@@ -449,7 +449,7 @@ section .text
 ;   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -463,7 +463,8 @@ kg_kyber3329_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -482,208 +483,212 @@ kg_kyber3329_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 0
+    vpmullw      ymm8, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpaddw       ymm10, ymm8, ymm2                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
-    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpaddw       ymm11, ymm8, ymm3                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
-    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpaddw       ymm12, ymm8, ymm4                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
-    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpaddw       ymm13, ymm8, ymm5                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm14, [rax - 96]
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm4, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm8, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm9, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm10, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm11, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm7, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm7, ymm15, [rax + 96]
+    vpmulhw      ymm15, ymm15, [rax + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm13, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 256
+    vpmullw      ymm14, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 256]
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm12, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 448]
+    vpmullw      ymm6, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 640] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 576]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 640]
+    vpmullw      ymm14, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 704]
+    vpmullw      ymm8, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 896] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 768
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 832]
+    vpmullw      ymm9, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -706,54 +711,57 @@ kg_kyber3329_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 960]
+    vpmullw      ymm4, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vmovdqu      ymm9, [rel pw_3329]                 ; reload
-    vpmulhw      ymm4, ymm4, ymm9
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1024]
-    vpmulhw      ymm5, ymm5, ymm9
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 1024
+    vpmullw      ymm5, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1088]
+    vpmullw      ymm13, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1152]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1216]
+    vpmullw      ymm11, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 1280
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1344]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1408]
+    vpmullw      ymm8, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -776,54 +784,56 @@ kg_kyber3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1472]
+    vpmullw      ymm9, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm14                   ; spill
     vmovdqu      ymm14, [rel pw_3329]                ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 1536
+    vpmullw      ymm8, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1600]
-    vpmulhw      ymm6, ymm6, ymm14
+    vpmullw      ymm6, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmulhw      ymm6, ymm14, ymm6
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1696]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1664]
-    vpmulhw      ymm7, ymm7, ymm14
+    vpmullw      ymm7, ymm15, [rax + 32]
+    vpmulhw      ymm15, ymm15, [rax]
+    vpmulhw      ymm7, ymm14, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1728]
+    vpmullw      ymm15, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 1792
+    vpmullw      ymm13, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
     vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1856]
+    vpmullw      ymm11, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1920]
+    vpmullw      ymm12, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
@@ -846,54 +856,56 @@ kg_kyber3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm11, ymm2
     vpunpcklwd   ymm11, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    vpmullw      ymm14, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2016]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1984]
+    vpmullw      ymm14, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm11                   ; spill
     vmovdqu      ymm11, [rel pw_3329]                ; reload
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
     vpsubw       ymm4, ymm12, ymm4
-    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2080]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 2048
+    vpmullw      ymm12, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm9, ymm5                   ; layer 6
     vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2144]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2112]
+    vpmullw      ymm9, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm11
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2208]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2176]
+    vpmullw      ymm10, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2240]
+    vpmullw      ymm8, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm11
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm7, ymm3                    ; layer 6
     vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2304]
-    vpmulhw      ymm7, ymm7, ymm11
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_kyber3329_ntt_forward_twiddles_avx2 near byte 2304
+    vpmullw      ymm7, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm15, ymm1                   ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2368]
+    vpmullw      ymm15, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm13, ymm2                  ; layer 6
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2464]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2432]
+    vpmullw      ymm13, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
@@ -947,12 +959,13 @@ kg_kyber3329_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
 align 32
 kg_kyber3329_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm15, [rel pw_m3327]               ; held in a register: read 24 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 64]
@@ -962,22 +975,22 @@ kg_kyber3329_basemul_avx2:
     vmovdqu      ymm6, [rdx + 64]
     vmovdqu      ymm7, [rdx + 32]
     vmovdqu      ymm8, [rdx + 96]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -985,9 +998,9 @@ kg_kyber3329_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1000,10 +1013,11 @@ kg_kyber3329_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 32]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329_basemul_zetas_avx2]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 64]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_avx2 + 128] ; addresses kg_kyber3329_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1022,22 +1036,22 @@ kg_kyber3329_basemul_avx2:
     vmovdqu      ymm6, [rdx + 192]
     vmovdqu      ymm7, [rdx + 160]
     vmovdqu      ymm8, [rdx + 224]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1045,9 +1059,9 @@ kg_kyber3329_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1060,10 +1074,10 @@ kg_kyber3329_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 160]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 192]
+    vpmullw      ymm3, ymm11, [rax + 32]
+    vpmullw      ymm4, ymm12, [rax + 96]
+    vpmulhw      ymm5, ymm11, [rax]
+    vpmulhw      ymm6, ymm12, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1082,22 +1096,22 @@ kg_kyber3329_basemul_avx2:
     vmovdqu      ymm6, [rdx + 320]
     vmovdqu      ymm7, [rdx + 288]
     vmovdqu      ymm8, [rdx + 352]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1105,9 +1119,9 @@ kg_kyber3329_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1120,10 +1134,11 @@ kg_kyber3329_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 288]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 256]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 320]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_avx2 + 384] ; addresses kg_kyber3329_basemul_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm11, [rax - 96]
+    vpmullw      ymm4, ymm12, [rax - 32]
+    vpmulhw      ymm5, ymm11, [rax - 128]
+    vpmulhw      ymm6, ymm12, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1142,22 +1157,22 @@ kg_kyber3329_basemul_avx2:
     vmovdqu      ymm6, [rdx + 448]
     vmovdqu      ymm7, [rdx + 416]
     vmovdqu      ymm8, [rdx + 480]
-    vpmullw      ymm9, ymm5, [rel pw_m3327]
-    vpmullw      ymm10, ymm6, [rel pw_m3327]
-    vpmullw      ymm9, ymm1, ymm9
-    vpmullw      ymm10, ymm2, ymm10
+    vpmullw      ymm9, ymm15, ymm5
+    vpmullw      ymm10, ymm15, ymm6
+    vpmullw      ymm9, ymm9, ymm1
+    vpmullw      ymm10, ymm10, ymm2
     vpmulhw      ymm11, ymm1, ymm5
     vpmulhw      ymm12, ymm2, ymm6
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm7, [rel pw_m3327]
-    vpmullw      ymm12, ymm8, [rel pw_m3327]
-    vpmullw      ymm11, ymm3, ymm11
-    vpmullw      ymm12, ymm4, ymm12
+    vpmullw      ymm11, ymm15, ymm7
+    vpmullw      ymm12, ymm8, ymm15
+    vpmullw      ymm11, ymm11, ymm3
+    vpmullw      ymm12, ymm12, ymm4
     vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
@@ -1165,9 +1180,9 @@ kg_kyber3329_basemul_avx2:
     vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm2, ymm2, ymm4
     vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm6, ymm8
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpaddw       ymm4, ymm8, ymm6
+    vpmullw      ymm5, ymm15, ymm3
+    vpmullw      ymm6, ymm15, ymm4
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1180,10 +1195,10 @@ kg_kyber3329_basemul_avx2:
     vpsubw       ymm2, ymm2, ymm10
     vpsubw       ymm1, ymm1, ymm11
     vpsubw       ymm2, ymm2, ymm12
-    vpmullw      ymm3, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 416]
-    vpmullw      ymm4, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 480]
-    vpmulhw      ymm5, ymm11, [rel kg_kyber3329_basemul_zetas_avx2 + 384]
-    vpmulhw      ymm6, ymm12, [rel kg_kyber3329_basemul_zetas_avx2 + 448]
+    vpmullw      ymm3, ymm11, [rax + 32]
+    vpmullw      ymm4, ymm12, [rax + 96]
+    vpmulhw      ymm5, ymm11, [rax]
+    vpmulhw      ymm6, ymm12, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpmulhw      ymm0, ymm4, ymm0
     vpsubw       ymm3, ymm5, ymm3
@@ -1206,7 +1221,7 @@ kg_kyber3329_basemul_avx2:
 ;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -1276,72 +1291,91 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendw     ymm0, ymm12, ymm0, 170
     vpaddw       ymm12, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 32]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 0
+    vpmullw      ymm15, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vmovdqa      [rsp], ymm0                         ; spill
     vmovdqu      ymm0, [rel pw_3329]                 ; reload
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm12, [rel pw_m10079]
-    vpmulhw      ymm12, ymm12, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm15, ymm12, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 64
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm3, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm5, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 224]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 192]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm7, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm7, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm8, ymm9                   ; layer 6
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 288]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm9, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm9, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm11                 ; layer 6
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 352]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm11, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm11, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm11                   ; spill
     vpaddw       ymm11, ymm15, ymm13                 ; layer 6
     vpsubw       ymm13, ymm15, ymm13
-    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 416]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 384]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm15, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, [rel pw_m10079]
@@ -1351,8 +1385,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
     vpsubw       ymm14, ymm14, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 480]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 448]
+    vpmullw      ymm11, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vpmullw      ymm14, ymm15, [rel pw_m10079]
@@ -1397,53 +1431,55 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendd     ymm11, ymm14, ymm11, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 5
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 512]
+    vpmullw      ymm15, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 576]
+    vpmullw      ymm12, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm3, ymm4                   ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 640]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm4, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 736]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 704]
+    vpmullw      ymm6, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm4                         ; spill
-    vpaddw       ymm4, ymm6, ymm8                    ; layer 5
+    vpaddw       ymm4, ymm8, ymm6                    ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 800]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 768]
+    vpmullw      ymm8, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 64]
     vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 864]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 832]
+    vpmullw      ymm8, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm7                   ; layer 5
     vpsubw       ymm7, ymm10, ymm7
-    vpmullw      ymm10, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 928]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 896]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 896
+    vpmullw      ymm10, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm13, ymm11                 ; layer 5
     vpsubw       ymm11, ymm13, ymm11
-    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 992]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 960]
+    vpmullw      ymm13, ymm11, [rax - 32]
+    vpmulhw      ymm11, ymm11, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpunpcklqdq  ymm13, ymm14, ymm1
@@ -1468,52 +1504,54 @@ kg_kyber3329_ntt_inverse_avx2:
     vpunpckhqdq  ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm13, ymm1                  ; layer 4
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1056]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1024]
+    vpmullw      ymm13, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 4
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1088]
+    vpmullw      ymm14, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmullw      ymm14, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1184]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmullw      ymm14, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm3, ymm5                   ; layer 4
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1248]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1216]
+    vpmullw      ymm5, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1312]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1280]
+    vpmullw      ymm5, ymm12, [rax + 32]
+    vpmulhw      ymm12, ymm12, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm12, ymm5
     vpaddw       ymm12, ymm4, ymm6                   ; layer 4
     vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1344]
+    vpmullw      ymm6, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 4
     vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1440]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1408]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm8, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 4
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1504]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1472]
+    vpmullw      ymm10, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vperm2i128   ymm10, ymm11, ymm1, 32
@@ -1538,175 +1576,187 @@ kg_kyber3329_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm8, ymm9, 49
     vpaddw       ymm9, ymm10, ymm1                   ; layer 3
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1536]
+    vpmullw      ymm10, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
     vpsubw       ymm11, ymm11, [rsp + 64]
     vmovdqa      [rsp + 64], ymm1                    ; spill
-    vpmullw      ymm1, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1632]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1600]
+    vpmullw      ymm1, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm11, ymm1
-    vpaddw       ymm11, ymm2, ymm13                  ; layer 3
+    vpaddw       ymm11, ymm13, ymm2                  ; layer 3
     vpsubw       ymm2, ymm2, ymm13
-    vpmullw      ymm13, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmullw      ymm13, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
     vpsubw       ymm14, ymm14, [rsp + 32]
     vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpmullw      ymm2, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1728]
+    vpmullw      ymm2, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm14, ymm2
     vpaddw       ymm14, ymm3, ymm5                   ; layer 3
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1792]
+    vpmullw      ymm5, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm15, ymm4                   ; layer 3
     vpsubw       ymm4, ymm15, ymm4
-    vpmullw      ymm15, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm15, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm12, ymm6                  ; layer 3
     vpsubw       ymm6, ymm12, ymm6
-    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1920]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1920
+    vpmullw      ymm12, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm6, ymm6, ymm12
-    vpaddw       ymm12, ymm7, ymm8                   ; layer 3
+    vpaddw       ymm12, ymm8, ymm7                   ; layer 3
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2016]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1984]
+    vpmullw      ymm8, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpsraw       ymm8, ymm9, 12                      ; special: before layer 2
-    vpand        ymm9, ymm9, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm8
     vmovdqa      [rsp], ymm6                         ; spill
     vpsllw       ymm6, ymm8, 8
     vpsubw       ymm6, ymm9, ymm6
     vpsllw       ymm8, ymm8, 10
-    vpaddw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm6, ymm10                   ; layer 2
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm8, ymm10, ymm6                   ; layer 2
     vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmullw      ymm9, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vpaddw       ymm10, ymm9, ymm1                   ; layer 2
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048]
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpsraw       ymm9, ymm11, 12                     ; special: before layer 2
-    vpand        ymm11, ymm11, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm9
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpsllw       ymm1, ymm9, 8
     vpsubw       ymm1, ymm11, ymm1
     vpsllw       ymm9, ymm9, 10
-    vpaddw       ymm1, ymm1, ymm9
-    vpaddw       ymm9, ymm1, ymm13                   ; layer 2
+    vpaddw       ymm1, ymm9, ymm1
+    vpaddw       ymm9, ymm13, ymm1                   ; layer 2
     vpsubw       ymm1, ymm1, ymm13
-    vpmullw      ymm11, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2112]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmullw      ymm11, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm1, ymm1, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
     vpaddw       ymm13, ymm11, ymm2                  ; layer 2
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2112]
+    vpmullw      ymm11, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpsraw       ymm11, ymm14, 12                    ; special: before layer 2
-    vpand        ymm14, ymm14, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm14, ymm11
     vmovdqa      [rsp + 32], ymm2                    ; spill
     vpsllw       ymm2, ymm11, 8
     vpsubw       ymm2, ymm14, ymm2
     vpsllw       ymm11, ymm11, 10
-    vpaddw       ymm2, ymm2, ymm11
+    vpaddw       ymm2, ymm11, ymm2
     vpaddw       ymm11, ymm2, ymm5                   ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2176]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2176
+    vpmullw      ymm5, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2176]
+    vpmullw      ymm4, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
-    vpand        ymm14, ymm15, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm14, ymm15, [rax - 128]
     vpsubw       ymm14, ymm14, ymm4
     vpsllw       ymm15, ymm4, 8
     vpsubw       ymm14, ymm14, ymm15
     vpsllw       ymm4, ymm4, 10
     vpaddw       ymm4, ymm14, ymm4
-    vpaddw       ymm14, ymm4, ymm12                  ; layer 2
+    vpaddw       ymm14, ymm12, ymm4                  ; layer 2
     vpsubw       ymm4, ymm4, ymm12
-    vpmullw      ymm12, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmullw      ymm12, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm4, ymm4, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vpaddw       ymm15, ymm12, ymm7                  ; layer 2
     vpsubw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240]
+    vpmullw      ymm12, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm7, ymm7, ymm12
     vpsraw       ymm12, ymm8, 12                     ; special: before layer 1
-    vpand        ymm8, ymm8, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm12
     vmovdqa      [rsp], ymm3                         ; spill
     vpsllw       ymm3, ymm12, 8
     vpsubw       ymm3, ymm8, ymm3
     vpsllw       ymm8, ymm12, 10
-    vpaddw       ymm3, ymm3, ymm8
+    vpaddw       ymm3, ymm8, ymm3
     vpsraw       ymm8, ymm9, 12                      ; special: before layer 1
-    vpand        ymm9, ymm9, [rel pw_4095]
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm8
     vpsllw       ymm12, ymm8, 8
     vpsubw       ymm9, ymm9, ymm12
     vpsllw       ymm8, ymm8, 10
     vpaddw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm3, ymm8                    ; layer 1
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 1
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmullw      ymm8, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm10, ymm13                  ; layer 1
     vpsubw       ymm10, ymm10, ymm13
-    vpmullw      ymm12, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
+    vpmullw      ymm12, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm10, ymm10, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 1
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
+    vpmullw      ymm6, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vmovdqa      ymm6, [rsp + 64]                    ; reload
     vpaddw       ymm13, ymm6, [rsp + 32]             ; layer 1
     vpsubw       ymm6, ymm6, [rsp + 32]
     vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpmullw      ymm1, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
+    vpmullw      ymm1, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm6, ymm1
     vpsraw       ymm6, ymm11, 12                     ; special: before layer 1
@@ -1726,79 +1776,79 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm6, ymm11, ymm6
     vpaddw       ymm11, ymm1, ymm6                   ; layer 1
     vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm6, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm15                   ; layer 1
+    vpaddw       ymm6, ymm15, ymm5                   ; layer 1
     vpsubw       ymm5, ymm5, ymm15
-    vpmullw      ymm14, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm14, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 1
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm4, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vmovdqa      ymm4, [rsp]                         ; reload
     vpaddw       ymm15, ymm4, ymm7                   ; layer 1
     vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm7, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm9, ymm11                   ; layer 0
     vpsubw       ymm9, ymm9, ymm11
-    vpmullw      ymm11, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm11, ymm9, [rax + 32]
+    vpmulhw      ymm9, ymm9, [rax]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
     vpaddw       ymm11, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm8, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm12, ymm14                  ; layer 0
     vpsubw       ymm12, ymm12, ymm14
-    vpmullw      ymm14, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm14, ymm12, [rax + 32]
+    vpmulhw      ymm12, ymm12, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vpaddw       ymm14, ymm13, ymm15                 ; layer 0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm15, ymm13, [rax + 32]
+    vpmulhw      ymm13, ymm13, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpaddw       ymm15, ymm3, ymm1                   ; layer 0
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm10, ymm5                   ; layer 0
     vpsubw       ymm5, ymm10, ymm5
-    vpmullw      ymm10, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm10, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm5, ymm5, ymm10
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm5                         ; spill
     vpaddw       ymm5, ymm10, ymm2                   ; layer 0
     vpsubw       ymm2, ymm10, ymm2
-    vpmullw      ymm10, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm10, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vmovdqa      ymm10, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm2                    ; spill
     vpaddw       ymm2, ymm10, ymm4                   ; layer 0
     vpsubw       ymm4, ymm10, ymm4
-    vpmullw      ymm10, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm10, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm0, ymm10, ymm0
     vpsubw       ymm0, ymm4, ymm0
     vmovdqu      [rdi], ymm7
@@ -1832,122 +1882,125 @@ kg_kyber3329_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
 align 32
 kg_kyber3329_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_20159]                ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_512]                  ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -1961,15 +2014,16 @@ kg_kyber3329_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
 align 32
 kg_kyber3329_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm3, [rel pw_4095]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -1978,7 +2032,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -1987,7 +2041,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -1996,7 +2050,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2005,7 +2059,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2014,7 +2068,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2023,7 +2077,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2032,7 +2086,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2041,7 +2095,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2050,7 +2104,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2059,7 +2113,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2068,7 +2122,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2077,7 +2131,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2086,7 +2140,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2095,7 +2149,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2104,7 +2158,7 @@ kg_kyber3329_reduce_special_avx2:
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -2122,170 +2176,173 @@ kg_kyber3329_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
 align 32
 kg_kyber3329_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_3329]                 ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_20159]                ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2299,12 +2356,13 @@ kg_kyber3329_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_avx2.end - kg_kyber3329_mulmod_shoup_avx2)
 align 32
 kg_kyber3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2313,7 +2371,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2323,7 +2381,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2333,7 +2391,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2343,7 +2401,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2353,7 +2411,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2363,7 +2421,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2373,7 +2431,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2383,7 +2441,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2393,7 +2451,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2403,7 +2461,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2413,7 +2471,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2423,7 +2481,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2433,7 +2491,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2443,7 +2501,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2453,7 +2511,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2463,7 +2521,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2477,12 +2535,14 @@ kg_kyber3329_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_avx2.end - kg_kyber3329_muladd_shoup_avx2)
 align 32
 kg_kyber3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm5, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2493,9 +2553,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2507,9 +2567,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2521,9 +2581,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2535,9 +2595,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2549,9 +2609,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2563,9 +2623,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2577,9 +2637,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2591,9 +2651,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2605,9 +2665,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2619,9 +2679,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2633,9 +2693,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2647,9 +2707,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2661,9 +2721,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2675,9 +2735,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2689,9 +2749,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2703,9 +2763,9 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2720,7 +2780,7 @@ kg_kyber3329_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -2734,17 +2794,19 @@ kg_kyber3329_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2764,11 +2826,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2788,11 +2850,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2812,11 +2874,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2836,11 +2898,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2860,11 +2922,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2884,11 +2946,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2908,11 +2970,11 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2946,12 +3008,12 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -2963,11 +3025,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -2979,11 +3041,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -2995,13 +3057,13 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm13, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -3017,11 +3079,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm14, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -3033,11 +3095,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3049,11 +3111,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm13, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -3067,11 +3129,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -3087,11 +3149,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 384] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 304]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 256]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -3103,11 +3166,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 352]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 368]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 320]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 336]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -3119,11 +3182,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 432]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 384]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 400]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -3137,11 +3200,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 480]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm6, xmm13
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 496]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 448]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 464]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm1, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -3157,11 +3220,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 640] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 560]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 512]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 528]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm4, xmm5
@@ -3173,11 +3237,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 608]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 624]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 576]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 592]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm4, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -3189,11 +3253,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 672]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 688]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 640]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 656]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -3209,11 +3273,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 736]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 752]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 704]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 720]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -3253,13 +3317,15 @@ kg_kyber3329_ntt_forward_sse:
     punpckhwd    xmm10, xmm2
     punpckhwd    xmm0, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 800]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 896] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 768
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm13
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 816]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 768]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 784]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    movdqu       xmm12, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3271,11 +3337,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 864]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 960] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 832
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 880]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 832]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 848]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3289,11 +3356,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 928]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 944]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 896]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 912]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3307,11 +3374,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 992]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1008]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 960]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 976]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3352,13 +3419,14 @@ kg_kyber3329_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm12, xmm11
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm1, [rax + 64]
+    pmulhw       xmm2, [rax + 80]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqu       xmm14, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm14, [rax - 128]                  ; reload
     pmulhw       xmm8, xmm14
     pmulhw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -3370,11 +3438,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1216] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1088
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1136]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1088]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1104]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm1, xmm14
     pmulhw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -3388,11 +3457,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1184]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1200]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1152]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1168]
+    pmullw       xmm6, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm14
     pmulhw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -3406,11 +3475,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1248]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1264]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1216]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1232]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm3, xmm14
     pmulhw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -3486,14 +3555,15 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm7, [rax + 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     movdqa       [rsp + 128], xmm15                  ; spill
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3505,11 +3575,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -3521,11 +3592,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3537,13 +3608,13 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm12, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -3559,11 +3630,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1376]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -3575,11 +3646,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1376]
+    pmullw       xmm10, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3591,11 +3662,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -3609,11 +3680,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -3629,11 +3700,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1504]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1520]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1472]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1488]
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm2, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -3645,11 +3716,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1568]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1664] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1536
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -3661,11 +3733,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1632]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1648]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1600]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1616]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -3679,11 +3751,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1696]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm5, xmm12
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1712]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1664]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -3699,11 +3771,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1760]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1776]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1728]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm4, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -3715,11 +3787,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1824]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1920] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1792
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1840]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1792]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1808]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -3731,11 +3804,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1888]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1904]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1856]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1872]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -3751,11 +3824,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1952]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1968]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1920]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1936]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -3795,11 +3868,11 @@ kg_kyber3329_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2016]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2032]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1984]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2000]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqu       xmm11, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm11
@@ -3813,11 +3886,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2080]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2176] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 2048
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2096]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2048]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2064]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm4, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm3, xmm4
@@ -3831,11 +3905,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2144]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2160]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2112]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2128]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm3, xmm11
     pmulhw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -3849,11 +3923,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2208]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm10, xmm15
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2224]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2176]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2192]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm6, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -3894,11 +3968,11 @@ kg_kyber3329_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm11, xmm10
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2272]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2288]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2240]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2256]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqu       xmm13, [rel pw_3329]                ; reload
     pmulhw       xmm7, xmm13
@@ -3912,11 +3986,12 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm9, xmm0
     psubw        xmm15, xmm1
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2432] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 2304
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2352]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2304]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2320]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm0, xmm13
     pmulhw       xmm1, xmm13
     psubw        xmm5, xmm0
@@ -3930,11 +4005,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm5
     psubw        xmm8, xmm4
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2400]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm5, xmm14
-    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2416]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2368]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2384]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm4, xmm13
     pmulhw       xmm5, xmm13
     psubw        xmm2, xmm4
@@ -3948,11 +4023,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm2
     psubw        xmm12, xmm14
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2464]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2480]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2432]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2448]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm2, xmm13
     pmulhw       xmm14, xmm13
     psubw        xmm6, xmm2
@@ -4023,12 +4098,14 @@ kg_kyber3329_ntt_forward_sse:
 ;   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-14}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
 align 32
 kg_kyber3329_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    lea          rax, [rel pw_m3327 + 128]           ; addresses pw_m3327 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; held in a register: read 24 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4039,9 +4116,9 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 32]
     movdqu       xmm8, [rdx + 48]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4053,9 +4130,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 112]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4071,9 +4148,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 112]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4087,11 +4164,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 128] ; addresses kg_kyber3329_basemul_zetas_sse near byte 0
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 48]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 16]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4111,9 +4189,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 96]
     movdqu       xmm8, [rdx + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4125,9 +4204,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4143,9 +4222,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4159,11 +4238,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 96]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 192] ; addresses kg_kyber3329_basemul_zetas_sse near byte 64
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 112]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 64]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 80]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4183,9 +4263,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 160]
     movdqu       xmm8, [rdx + 176]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4197,9 +4278,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4215,9 +4296,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4231,11 +4312,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 160]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 256] ; addresses kg_kyber3329_basemul_zetas_sse near byte 128
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 176]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 128]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 144]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4255,9 +4337,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 224]
     movdqu       xmm8, [rdx + 240]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4269,9 +4352,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4287,9 +4370,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4303,11 +4386,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 224]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 320] ; addresses kg_kyber3329_basemul_zetas_sse near byte 192
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 240]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 192]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 208]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4327,9 +4411,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 288]
     movdqu       xmm8, [rdx + 304]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4341,9 +4426,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4359,9 +4444,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4375,11 +4460,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 288]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 384] ; addresses kg_kyber3329_basemul_zetas_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 304]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 256]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4399,9 +4485,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 352]
     movdqu       xmm8, [rdx + 368]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4413,9 +4500,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4431,9 +4518,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4447,11 +4534,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 352]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 448] ; addresses kg_kyber3329_basemul_zetas_sse near byte 320
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 368]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 320]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 336]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4471,9 +4559,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 416]
     movdqu       xmm8, [rdx + 432]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4485,9 +4574,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4503,9 +4592,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4519,11 +4608,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 416]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 512] ; addresses kg_kyber3329_basemul_zetas_sse near byte 384
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 432]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 384]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 400]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4543,9 +4633,10 @@ kg_kyber3329_basemul_sse:
     movdqu       xmm7, [rdx + 480]
     movdqu       xmm8, [rdx + 496]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm11, xmm1
@@ -4557,9 +4648,9 @@ kg_kyber3329_basemul_sse:
     psubw        xmm11, xmm9
     psubw        xmm12, xmm10
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel pw_m3327]
+    pmullw       xmm9, xmm15
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m3327 + 16]
+    pmullw       xmm10, [rax - 128]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
     movdqa       xmm13, xmm3
@@ -4575,9 +4666,9 @@ kg_kyber3329_basemul_sse:
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel pw_m3327]
+    pmullw       xmm3, xmm15
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm4, [rax - 128]
     pmullw       xmm3, xmm1
     pmullw       xmm4, xmm2
     pmulhw       xmm1, xmm5
@@ -4591,11 +4682,12 @@ kg_kyber3329_basemul_sse:
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 480]
+    lea          rax, [rel kg_kyber3329_basemul_zetas_sse + 576] ; addresses kg_kyber3329_basemul_zetas_sse near byte 448
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 496]
-    pmulhw       xmm13, [rel kg_kyber3329_basemul_zetas_sse + 448]
-    pmulhw       xmm14, [rel kg_kyber3329_basemul_zetas_sse + 464]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm13, xmm3
@@ -4617,7 +4709,7 @@ kg_kyber3329_basemul_sse:
 ;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -4633,7 +4725,8 @@ kg_kyber3329_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -4714,22 +4807,26 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm0
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 128] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 0
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm14
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 48]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 16]
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm1, xmm15
     pmulhw       xmm2, xmm15
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm11
-    pmullw       xmm1, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm1, [rax - 128]
     movdqa       xmm2, xmm12
-    pmullw       xmm2, [rel pw_m10079 + 16]
-    pmulhw       xmm11, [rel pw_1441]
-    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmullw       xmm2, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm1, xmm15
     pmulhw       xmm2, xmm15
     psubw        xmm11, xmm1
@@ -4741,21 +4838,24 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 64
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 112]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 64]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 80]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm5, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm5, [rax - 128]
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel pw_m10079 + 16]
-    pmulhw       xmm1, [rel pw_1441]
-    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmullw       xmm6, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm5, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm1, xmm5
@@ -4769,22 +4869,25 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm9
     psubw        xmm6, [rsp + 96]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 160]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 128
+    pmullw       xmm9, [rax - 96]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 176]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 128]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 144]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm9, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm8, xmm9
     psubw        xmm6, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm1, [rax - 128]
     movdqa       xmm9, xmm2
-    pmullw       xmm9, [rel pw_m10079 + 16]
-    pmulhw       xmm5, [rel pw_1441]
-    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmullw       xmm9, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm1
@@ -4798,21 +4901,24 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 224]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 192
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 240]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 192]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 208]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm7, xmm15
     pmulhw       xmm10, xmm15
     psubw        xmm1, xmm7
     psubw        xmm4, xmm10
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       xmm10, xmm2
-    pmullw       xmm10, [rel pw_m10079 + 16]
-    pmulhw       xmm9, [rel pw_1441]
-    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm7, xmm15
     pmulhw       xmm10, xmm15
     psubw        xmm9, xmm7
@@ -4878,13 +4984,15 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm15, xmm11
     psubw        xmm7, [rsp + 160]
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 288]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 384] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 256
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 304]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 256]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 272]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm15, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     movdqa       [rsp + 160], xmm4                   ; spill
-    movdqu       xmm4, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm4, [rax - 128]                   ; reload
     pmulhw       xmm8, xmm4
     pmulhw       xmm11, xmm4
     psubw        xmm15, xmm8
@@ -4898,11 +5006,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm14
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm8
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 352]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 320
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 368]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 320]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 336]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm0, xmm4
     pmulhw       xmm14, xmm4
     psubw        xmm8, xmm0
@@ -4916,11 +5025,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 416]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 432]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 384]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 400]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm3, xmm4
     pmulhw       xmm5, xmm4
     psubw        xmm0, xmm3
@@ -4932,11 +5041,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm6, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 480]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 496]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 448]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 464]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm6, [rax + 16]
     pmulhw       xmm2, xmm4
     pmulhw       xmm9, xmm4
     psubw        xmm10, xmm2
@@ -4977,13 +5086,14 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm1
     psubw        xmm4, xmm9
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 544]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 560]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 512]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 528]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm2, [rax + 64]
+    pmulhw       xmm4, [rax + 80]
     movdqa       [rsp], xmm10                        ; spill
-    movdqu       xmm10, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm10, [rax - 128]                  ; reload
     pmulhw       xmm1, xmm10
     pmulhw       xmm9, xmm10
     psubw        xmm2, xmm1
@@ -4997,11 +5107,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm15, xmm11
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 608]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 576
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 624]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 576]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 592]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm7, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm1, xmm7
@@ -5015,11 +5126,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm12, xmm14
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm8, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm7, xmm8
@@ -5031,11 +5142,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm3
     psubw        xmm13, xmm5
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 736]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 752]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 704]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 720]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm3, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm0, xmm3
@@ -5047,12 +5158,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm6, [rsp]
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 800]
+    pmullw       xmm4, [rax + 96]
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 816]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 768]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 784]
+    pmullw       xmm5, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm2, [rax + 80]
     pmulhw       xmm4, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm6, xmm4
@@ -5066,11 +5177,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm4, xmm9
     psubw        xmm1, xmm15
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 864]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 832
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm15, xmm1
-    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 880]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 832]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 848]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm9, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm4, xmm9
@@ -5084,11 +5196,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm7, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 928]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm7
-    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm11, xmm10
     pmulhw       xmm12, xmm10
     psubw        xmm9, xmm11
@@ -5100,11 +5212,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm14
     psubw        xmm0, xmm13
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 992]
+    pmullw       xmm13, [rax + 32]
     movdqa       xmm14, xmm0
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1008]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 960]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 976]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm13, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm8, xmm13
@@ -5115,8 +5227,9 @@ kg_kyber3329_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm14
     psraw        xmm0, 12
-    pand         xmm3, [rel pw_4095]
-    pand         xmm14, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm3, xmm13
     psubw        xmm14, xmm0
     movdqa       [rsp], xmm7                         ; spill
@@ -5138,11 +5251,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm3, xmm5
     psubw        xmm14, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1024
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm5, xmm14
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm2, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm3, xmm2
@@ -5155,11 +5269,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm6, xmm4
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1056]
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm4, xmm5
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm1, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm6, xmm1
@@ -5169,8 +5283,9 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm4, 12
     movdqa       xmm13, xmm15
     psraw        xmm13, 12
-    pand         xmm1, [rel pw_4095]
-    pand         xmm15, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm1, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm1, xmm4
     psubw        xmm15, xmm13
     movdqa       [rsp + 64], xmm5                    ; spill
@@ -5192,11 +5307,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm6, xmm1
-    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1088
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm6, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm1, xmm6
@@ -5209,12 +5325,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, [rsp + 96]
     psubw        xmm11, [rsp + 160]
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1120]
+    pmullw       xmm13, [rax - 96]
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm13, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm9, xmm13
@@ -5223,8 +5339,9 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm13, 12
     movdqa       xmm15, xmm7
     psraw        xmm15, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm7, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm7, [rax - 112]
     psubw        xmm0, xmm13
     psubw        xmm7, xmm15
     movdqa       [rsp], xmm11                        ; spill
@@ -5243,8 +5360,8 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm9, 12
     movdqa       xmm11, xmm5
     psraw        xmm11, 12
-    pand         xmm4, [rel pw_4095]
-    pand         xmm5, [rel pw_4095 + 16]
+    pand         xmm4, [rax - 128]
+    pand         xmm5, [rax - 112]
     psubw        xmm4, xmm9
     psubw        xmm5, xmm11
     movdqa       xmm13, xmm9
@@ -5264,11 +5381,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm4
     psubw        xmm7, xmm5
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1152
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm5, xmm7
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm4, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm0, xmm4
@@ -5280,11 +5398,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm6
     psubw        xmm8, xmm12
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm6, xmm10
     pmulhw       xmm12, xmm10
     psubw        xmm2, xmm6
@@ -5296,11 +5414,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm3, xmm1
     psubw        xmm14, [rsp + 160]
     movdqa       xmm1, xmm3
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm1, xmm10
     pmulhw       xmm13, xmm10
     psubw        xmm3, xmm1
@@ -5316,12 +5434,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm15, [rsp]
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm3, xmm10
     pmulhw       xmm8, xmm10
     psubw        xmm1, xmm3
@@ -5425,22 +5543,25 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm10
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1248]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1264]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1216]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1232]
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmullw       xmm1, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm11
-    pmullw       xmm0, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rel pw_m10079 + 16]
-    pmulhw       xmm11, [rel pw_1441]
-    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmullw       xmm1, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm11, xmm0
@@ -5452,21 +5573,24 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm13
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1280
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1328]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1280]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1296]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm4, [rax - 128]
     movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel pw_m10079 + 16]
-    pmulhw       xmm0, [rel pw_1441]
-    pmulhw       xmm1, [rel pw_1441 + 16]
+    pmullw       xmm5, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm0, xmm4
@@ -5480,22 +5604,25 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm5, [rsp + 96]
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1344
+    pmullw       xmm8, [rax - 96]
     movdqa       [rsp + 96], xmm0                    ; spill
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1392]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1344]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1360]
+    pmullw       xmm0, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm0, xmm15
     psubw        xmm7, xmm8
     psubw        xmm5, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel pw_m10079 + 16]
-    pmulhw       xmm4, [rel pw_1441]
-    pmulhw       xmm1, [rel pw_1441 + 16]
+    pmullw       xmm8, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm0, xmm15
     pmulhw       xmm8, xmm15
     psubw        xmm4, xmm0
@@ -5509,11 +5636,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm9
     psubw        xmm3, xmm6
     movdqa       xmm6, xmm0
-    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1440]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1408
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm6, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm0, xmm6
@@ -5589,11 +5717,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm15, xmm11
     psubw        xmm6, [rsp + 32]
     movdqa       xmm7, xmm15
-    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1504]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm6
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1520]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1472]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1488]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqu       xmm3, [rel pw_3329]                 ; reload
     pmulhw       xmm7, xmm3
@@ -5609,11 +5737,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm14
     psubw        xmm12, xmm9
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1568]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1584]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1536]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1552]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm3
     pmulhw       xmm14, xmm3
     psubw        xmm7, xmm9
@@ -5627,11 +5755,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, xmm4
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1632]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm4, xmm13
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1648]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1600]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1616]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm2, xmm3
     pmulhw       xmm4, xmm3
     psubw        xmm9, xmm2
@@ -5643,11 +5771,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm10, xmm8
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm10
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1696]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1664
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm8, xmm5
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1712]
-    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1664]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1680]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm1, xmm3
     pmulhw       xmm8, xmm3
     psubw        xmm10, xmm1
@@ -5688,11 +5817,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm0
     psubw        xmm3, xmm8
     movdqa       xmm0, xmm1
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1760]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1776]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1728]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1744]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqu       xmm10, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm10
@@ -5708,11 +5837,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm6
     psubw        xmm15, xmm11
     movdqa       xmm6, xmm0
-    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1824]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1840]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1792]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1808]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm6, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm0, xmm6
@@ -5726,11 +5855,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm6, xmm7
     psubw        xmm12, xmm14
     movdqa       xmm7, xmm6
-    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm7, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm6, xmm7
@@ -5742,11 +5871,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, xmm2
     psubw        xmm13, xmm4
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1952]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1920
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm4, xmm13
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm2, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm9, xmm2
@@ -5758,12 +5888,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm5, [rsp + 160]
     psubw        xmm1, xmm3
     movdqa       xmm3, xmm5
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2016]
+    pmullw       xmm3, [rax - 32]
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2032]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1984]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2000]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm3, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm5, xmm3
@@ -5777,11 +5907,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm0, xmm15
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2080]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm15, xmm0
-    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2096]
-    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2048]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2064]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm8, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm3, xmm8
@@ -5795,11 +5925,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm11
     psubw        xmm6, xmm12
     movdqa       xmm11, xmm8
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2144]
+    pmullw       xmm11, [rax + 96]
     movdqa       xmm12, xmm6
-    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2160]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2112]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2128]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm11, xmm10
     pmulhw       xmm12, xmm10
     psubw        xmm8, xmm11
@@ -5811,11 +5941,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm14
     psubw        xmm9, xmm13
     movdqa       xmm13, xmm7
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2208]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2304] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2176
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm9
-    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2224]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2176]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2192]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm13, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm7, xmm13
@@ -5826,8 +5957,9 @@ kg_kyber3329_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
     psraw        xmm9, 12
-    pand         xmm2, [rel pw_4095]
-    pand         xmm14, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm2, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm2, xmm13
     psubw        xmm14, xmm9
     movdqa       [rsp + 160], xmm6                   ; spill
@@ -5849,11 +5981,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm4
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2240
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2288]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2240]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2256]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm1, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm2, xmm1
@@ -5866,11 +5999,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm5, xmm3
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2272]
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm3, xmm4
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2288]
-    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2240]
-    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2256]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm0, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm5, xmm0
@@ -5880,8 +6013,9 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm3, 12
     movdqa       xmm13, xmm15
     psraw        xmm13, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm15, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm0, xmm3
     psubw        xmm15, xmm13
     movdqa       [rsp + 64], xmm4                    ; spill
@@ -5903,11 +6037,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm5, xmm0
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2304
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2352]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2304]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2320]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm0, xmm5
@@ -5920,12 +6055,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, [rsp + 96]
     psubw        xmm11, [rsp + 32]
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2336]
+    pmullw       xmm13, [rax - 96]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2352]
-    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2304]
-    pmulhw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2320]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm13, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm8, xmm13
@@ -5934,8 +6069,9 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm13, 12
     movdqa       xmm15, xmm7
     psraw        xmm15, 12
-    pand         xmm6, [rel pw_4095]
-    pand         xmm7, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm6, [rax - 128]
+    pand         xmm7, [rax - 112]
     psubw        xmm6, xmm13
     psubw        xmm7, xmm15
     movdqa       [rsp + 160], xmm11                  ; spill
@@ -5954,8 +6090,8 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm8, 12
     movdqa       xmm11, xmm4
     psraw        xmm11, 12
-    pand         xmm3, [rel pw_4095]
-    pand         xmm4, [rel pw_4095 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm3, xmm8
     psubw        xmm4, xmm11
     movdqa       xmm13, xmm8
@@ -5975,11 +6111,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm6, xmm3
     psubw        xmm7, xmm4
     movdqa       xmm3, xmm6
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2368
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm7
-    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm3, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm6, xmm3
@@ -5991,11 +6128,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm5
     psubw        xmm9, xmm12
     movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm12, xmm9
-    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm5, xmm10
     pmulhw       xmm12, xmm10
     psubw        xmm1, xmm5
@@ -6007,11 +6144,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm0
     psubw        xmm14, [rsp + 32]
     movdqa       xmm0, xmm2
-    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm0, xmm10
     pmulhw       xmm13, xmm10
     psubw        xmm2, xmm0
@@ -6027,12 +6164,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm15, [rsp + 160]
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm2, [rax - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm15
-    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm2, xmm10
     pmulhw       xmm9, xmm10
     psubw        xmm0, xmm2
@@ -6067,11 +6204,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6091,11 +6228,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6115,11 +6252,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6139,11 +6276,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6163,11 +6300,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6187,11 +6324,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6211,11 +6348,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6235,11 +6372,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -6260,24 +6397,30 @@ kg_kyber3329_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
 align 32
 kg_kyber3329_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_20159]                ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_20159 + 16]           ; held in a register: read 16 times
+    movdqu       xmm6, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_512 + 16]             ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_3329]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6285,15 +6428,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6301,15 +6444,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6317,15 +6460,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -6333,15 +6476,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -6349,15 +6492,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -6365,15 +6508,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -6381,15 +6524,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -6397,15 +6540,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -6413,15 +6556,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -6429,15 +6572,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -6445,15 +6588,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -6461,15 +6604,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -6477,15 +6620,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -6493,15 +6636,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -6509,15 +6652,15 @@ kg_kyber3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -6532,20 +6675,22 @@ kg_kyber3329_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-5}, flags
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
 align 32
 kg_kyber3329_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm6, [rel pw_4095]                 ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_4095 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6566,8 +6711,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6588,8 +6733,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6610,8 +6755,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6632,8 +6777,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6654,8 +6799,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6676,8 +6821,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6698,8 +6843,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6720,8 +6865,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6742,8 +6887,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6764,8 +6909,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6786,8 +6931,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6808,8 +6953,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6830,8 +6975,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6852,8 +6997,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6874,8 +7019,8 @@ kg_kyber3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -6900,32 +7045,38 @@ kg_kyber3329_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
 align 32
 kg_kyber3329_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_3329]                 ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_3329 + 16]            ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_20159]                ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_20159 + 16]           ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6933,23 +7084,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6957,23 +7108,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6981,23 +7132,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -7005,23 +7156,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -7029,23 +7180,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -7053,23 +7204,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -7077,23 +7228,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -7101,23 +7252,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -7125,23 +7276,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -7149,23 +7300,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -7173,23 +7324,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -7197,23 +7348,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -7221,23 +7372,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -7245,23 +7396,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -7269,23 +7420,23 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7300,13 +7451,16 @@ kg_kyber3329_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_sse.end - kg_kyber3329_mulmod_shoup_sse)
 align 32
 kg_kyber3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7322,9 +7476,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7344,9 +7498,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7366,9 +7520,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7388,9 +7542,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -7410,9 +7564,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -7432,9 +7586,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -7454,9 +7608,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -7476,9 +7630,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -7498,9 +7652,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -7520,9 +7674,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -7542,9 +7696,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -7564,9 +7718,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -7586,9 +7740,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -7608,9 +7762,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -7630,9 +7784,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -7652,9 +7806,9 @@ kg_kyber3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1
@@ -7669,13 +7823,18 @@ kg_kyber3329_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_sse.end - kg_kyber3329_muladd_shoup_sse)
 align 32
 kg_kyber3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7695,15 +7854,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7727,15 +7886,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7759,15 +7918,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7791,15 +7950,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -7823,15 +7982,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -7855,15 +8014,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -7887,15 +8046,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -7919,15 +8078,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -7951,15 +8110,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -7983,15 +8142,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -8015,15 +8174,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -8047,15 +8206,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -8079,15 +8238,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -8111,15 +8270,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8143,15 +8302,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8175,15 +8334,15 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_6658]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_6658 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1

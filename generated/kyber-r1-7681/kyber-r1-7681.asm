@@ -473,7 +473,7 @@ section .text
 ;   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -488,7 +488,8 @@ kg_kyberr17681_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 7681
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -507,208 +508,212 @@ kg_kyberr17681_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 0
+    vpmullw      ymm8, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpaddw       ymm10, ymm8, ymm2                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
-    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpaddw       ymm11, ymm8, ymm3                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
-    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpaddw       ymm12, ymm8, ymm4                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
-    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpaddw       ymm13, ymm8, ymm5                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm14, [rax - 96]
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_forward_twiddles_avx2]
+    vpmullw      ymm4, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm8, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm9, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm10, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm11, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm7, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm7, ymm15, [rax + 96]
+    vpmulhw      ymm15, ymm15, [rax + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm13, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 256
+    vpmullw      ymm14, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 256]
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm12, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 448]
+    vpmullw      ymm6, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 640] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 576]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 640]
+    vpmullw      ymm14, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 704]
+    vpmullw      ymm8, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 896] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 768
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 832]
+    vpmullw      ymm9, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -731,54 +736,57 @@ kg_kyberr17681_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 960]
+    vpmullw      ymm4, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vmovdqu      ymm9, [rel pw_7681]                 ; reload
-    vpmulhw      ymm4, ymm4, ymm9
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1024]
-    vpmulhw      ymm5, ymm5, ymm9
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1024
+    vpmullw      ymm5, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1088]
+    vpmullw      ymm13, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1152]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1216]
+    vpmullw      ymm11, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1280
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1344]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1408]
+    vpmullw      ymm8, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -802,70 +810,88 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
     vpsraw       ymm9, ymm8, 13                      ; special: before layer 5
-    vpand        ymm8, ymm8, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm9
     vpsllw       ymm9, ymm9, 9
     vpaddw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1472]
-    vpmulhw      ymm9, ymm9, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1600] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1472
+    vpmullw      ymm9, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
     vpsraw       ymm8, ymm6, 13                      ; special: before layer 5
-    vpand        ymm6, ymm6, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm8
     vpsllw       ymm8, ymm8, 9
-    vpaddw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1536]
-    vpmulhw      ymm8, ymm8, [rel pw_7681]
+    vpaddw       ymm6, ymm8, ymm6
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1536
+    vpmullw      ymm8, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
     vpsraw       ymm6, ymm7, 13                      ; special: before layer 5
-    vpand        ymm7, ymm7, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1600]
-    vpmulhw      ymm7, ymm7, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1600
+    vpmullw      ymm7, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm10, ymm7
     vpaddw       ymm10, ymm6, ymm7                   ; layer 5
     vpsubw       ymm6, ymm6, ymm7
     vpsraw       ymm7, ymm13, 13                     ; special: before layer 5
-    vpand        ymm13, ymm13, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm13, ymm7
     vmovdqa      ymm13, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm6                    ; spill
-    vpmullw      ymm6, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1696]
-    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1664]
-    vpmulhw      ymm6, ymm6, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1664
+    vpmullw      ymm6, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
     vpsraw       ymm7, ymm15, 13                     ; special: before layer 5
-    vpand        ymm15, ymm15, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm15, ymm15, [rax - 128]
     vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1728]
-    vpmulhw      ymm15, ymm15, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1728
+    vpmullw      ymm15, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm7, ymm3                   ; layer 5
     vpsubw       ymm3, ymm7, ymm3
     vpsraw       ymm7, ymm11, 13                     ; special: before layer 5
-    vpand        ymm11, ymm11, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm11, ymm7
-    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1792]
-    vpmulhw      ymm11, ymm11, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1792
+    vpmullw      ymm11, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpsubw       ymm1, ymm1, ymm11
     vpaddw       ymm11, ymm7, ymm1                   ; layer 5
     vpsubw       ymm1, ymm7, ymm1
@@ -874,9 +900,11 @@ kg_kyberr17681_ntt_forward_avx2:
     vpsubw       ymm12, ymm12, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1856]
-    vpmulhw      ymm12, ymm12, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1856
+    vpmullw      ymm12, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm7, ymm2                   ; layer 5
     vpsubw       ymm2, ymm7, ymm2
@@ -885,9 +913,11 @@ kg_kyberr17681_ntt_forward_avx2:
     vpsubw       ymm14, ymm14, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm14, ymm7
-    vpmullw      ymm14, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1920]
-    vpmulhw      ymm14, ymm14, [rel pw_7681]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1920
+    vpmullw      ymm14, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm0, ymm0, ymm14
     vpaddw       ymm14, ymm7, ymm0                   ; layer 5
     vpsubw       ymm0, ymm7, ymm0
@@ -908,54 +938,56 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm12, ymm2
     vpunpcklwd   ymm12, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    vpmullw      ymm14, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2016]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1984]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1984
+    vpmullw      ymm14, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vmovdqa      [rsp + 64], ymm12                   ; spill
     vmovdqu      ymm12, [rel pw_7681]                ; reload
     vpmulhw      ymm14, ymm14, ymm12
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm7, ymm4                   ; layer 6
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2080]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2048]
-    vpmulhw      ymm7, ymm7, ymm12
+    vpmullw      ymm7, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmulhw      ymm7, ymm12, ymm7
     vpsubw       ymm5, ymm5, ymm7
     vpaddw       ymm7, ymm9, ymm5                    ; layer 6
     vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2144]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2112]
+    vpmullw      ymm9, ymm10, [rax + 32]
+    vpmulhw      ymm10, ymm10, [rax]
     vpmulhw      ymm9, ymm9, ymm12
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm5                         ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2208]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2176]
+    vpmullw      ymm10, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm10, ymm10, ymm12
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2240
+    vpmullw      ymm8, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm12
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm13, ymm3                   ; layer 6
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2304]
+    vpmullw      ymm13, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm12
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2368]
+    vpmullw      ymm15, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm15, ymm15, ymm12
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm11, ymm2                  ; layer 6
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2464]
-    vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2432]
+    vpmullw      ymm11, ymm0, [rax + 96]
+    vpmulhw      ymm0, ymm0, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm12
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 64]                   ; reload
@@ -978,54 +1010,56 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm15, ymm2
     vpunpcklwd   ymm15, ymm12, ymm0
     vpunpckhwd   ymm0, ymm12, ymm0
-    vpmullw      ymm12, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2528]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2496]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2624] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2496
+    vpmullw      ymm12, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vmovdqa      [rsp + 64], ymm15                   ; spill
     vmovdqu      ymm15, [rel pw_7681]                ; reload
     vpmulhw      ymm12, ymm12, ymm15
     vpsubw       ymm4, ymm4, ymm12
     vpaddw       ymm12, ymm11, ymm4                  ; layer 7
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2592]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2560]
+    vpmullw      ymm11, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm15
     vpsubw       ymm7, ymm7, ymm11
     vmovdqa      ymm11, [rsp]                        ; reload
     vmovdqa      [rsp + 32], ymm4                    ; spill
     vpaddw       ymm4, ymm11, ymm7                   ; layer 7
     vpsubw       ymm7, ymm11, ymm7
-    vpmullw      ymm11, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2656]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2624]
+    vpmullw      ymm11, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm11, ymm11, ymm15
     vpsubw       ymm5, ymm5, ymm11
     vpaddw       ymm11, ymm14, ymm5                  ; layer 7
     vpsubw       ymm5, ymm14, ymm5
-    vpmullw      ymm14, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2720]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2688]
+    vpmullw      ymm14, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm15
     vpsubw       ymm6, ymm6, ymm14
     vpaddw       ymm14, ymm9, ymm6                   ; layer 7
     vpsubw       ymm6, ymm9, ymm6
-    vpmullw      ymm9, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2784]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2752]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2880] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2752
+    vpmullw      ymm9, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm15
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm10, ymm3                   ; layer 7
     vpsubw       ymm3, ymm10, ymm3
-    vpmullw      ymm10, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2848]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2816]
+    vpmullw      ymm10, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm15
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm8, ymm1                   ; layer 7
     vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2912]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2880]
+    vpmullw      ymm8, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm8, ymm8, ymm15
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm13, ymm2                   ; layer 7
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2976]
-    vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2944]
+    vpmullw      ymm13, ymm0, [rax + 96]
+    vpmulhw      ymm0, ymm0, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm15
     vpsubw       ymm0, ymm0, ymm13
     vmovdqa      ymm13, [rsp + 64]                   ; reload
@@ -1062,19 +1096,20 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
 kg_kyberr17681_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm7, [rel pw_m7679]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 32]
     vmovdqu      ymm3, [rdx]
     vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1089,8 +1124,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 96]
     vmovdqu      ymm3, [rdx + 64]
     vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1105,8 +1140,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 160]
     vmovdqu      ymm3, [rdx + 128]
     vmovdqu      ymm4, [rdx + 160]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1121,8 +1156,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 224]
     vmovdqu      ymm3, [rdx + 192]
     vmovdqu      ymm4, [rdx + 224]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1137,8 +1172,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 288]
     vmovdqu      ymm3, [rdx + 256]
     vmovdqu      ymm4, [rdx + 288]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1153,8 +1188,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 352]
     vmovdqu      ymm3, [rdx + 320]
     vmovdqu      ymm4, [rdx + 352]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1169,8 +1204,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 416]
     vmovdqu      ymm3, [rdx + 384]
     vmovdqu      ymm4, [rdx + 416]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1185,8 +1220,8 @@ kg_kyberr17681_basemul_avx2:
     vmovdqu      ymm2, [rsi + 480]
     vmovdqu      ymm3, [rdx + 448]
     vmovdqu      ymm4, [rdx + 480]
-    vpmullw      ymm5, ymm3, [rel pw_m7679]
-    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm3, ymm7
+    vpmullw      ymm6, ymm4, ymm7
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -1209,7 +1244,7 @@ kg_kyberr17681_basemul_avx2:
 ;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 34 vector reductions
@@ -1249,68 +1284,87 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqa      [rsp + 32], ymm15                   ; spill
     vpaddw       ymm15, ymm1, ymm2                   ; layer 7
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 32]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 0
+    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm2, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm15, ymm2
     vpaddw       ymm15, ymm3, ymm4                   ; layer 7
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 64]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 64
+    vpmullw      ymm4, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm4, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm15, ymm4
     vpaddw       ymm15, ymm5, ymm6                   ; layer 7
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 128]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm6, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm15, ymm6
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 7
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 7
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 224]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm8, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm8, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
     vpaddw       ymm15, ymm9, ymm10                  ; layer 7
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 288]
-    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm10, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm10, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm12                 ; layer 7
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 352]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm15, [rel pw_m2184]
-    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm12, ymm15, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm12, ymm15, ymm12
     vpaddw       ymm15, ymm13, ymm14                 ; layer 7
     vpsubw       ymm13, ymm13, ymm14
-    vpmullw      ymm14, ymm13, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 416]
-    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm14, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm13, ymm13, ymm14
     vpmullw      ymm14, ymm15, [rel pw_m2184]
@@ -1322,8 +1376,8 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 7
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm13                   ; spill
-    vpmullw      ymm13, ymm15, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 480]
-    vpmulhw      ymm15, ymm15, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448]
+    vpmullw      ymm13, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm15, ymm13
     vpmullw      ymm15, ymm14, [rel pw_m2184]
@@ -1368,32 +1422,33 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpblendw     ymm13, ymm14, ymm13, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 512]
+    vpmullw      ymm15, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 6
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 640]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm6, ymm7                    ; layer 6
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 736]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 704]
+    vpmullw      ymm7, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm8, ymm9                    ; layer 6
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 800]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 768]
+    vpmullw      ymm9, ymm8, [rax + 32]
+    vpmulhw      ymm8, ymm8, [rax]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vmovdqa      ymm9, [rsp]                         ; reload
@@ -1401,20 +1456,21 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm7, ymm9, [rsp + 96]              ; layer 6
     vpsubw       ymm9, ymm9, [rsp + 96]
     vmovdqa      [rsp + 96], ymm7                    ; spill
-    vpmullw      ymm7, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 864]
-    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 832]
+    vpmullw      ymm7, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm10, ymm11                  ; layer 6
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 928]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 896]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 896
+    vpmullw      ymm11, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm12, ymm13                 ; layer 6
     vpsubw       ymm12, ymm12, ymm13
-    vpmullw      ymm13, ymm12, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 992]
-    vpmulhw      ymm12, ymm12, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 960]
+    vpmullw      ymm13, ymm12, [rax - 32]
+    vpmulhw      ymm12, ymm12, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm12, ymm13
     vpsllq       ymm13, ymm1, 32
@@ -1455,53 +1511,55 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpblendd     ymm11, ymm11, ymm12, 170
     vpaddw       ymm12, ymm13, ymm1                  ; layer 5
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1056]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024]
+    vpmullw      ymm13, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 5
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1088]
+    vpmullw      ymm14, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, ymm3                  ; layer 5
     vpsubw       ymm3, ymm15, ymm3
-    vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmullw      ymm15, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vmovdqa      ymm15, [rsp]                        ; reload
     vmovdqa      [rsp + 96], ymm3                    ; spill
     vpaddw       ymm3, ymm15, ymm5                   ; layer 5
     vpsubw       ymm5, ymm15, ymm5
-    vpmullw      ymm15, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1248]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1216]
+    vpmullw      ymm15, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm5, ymm5, ymm15
     vpaddw       ymm15, ymm6, [rsp + 32]             ; layer 5
     vpsubw       ymm6, ymm6, [rsp + 32]
     vmovdqa      [rsp + 32], ymm15                   ; spill
-    vpmullw      ymm15, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1280]
+    vpmullw      ymm15, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm6, ymm6, ymm15
     vpaddw       ymm15, ymm8, ymm4                   ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1344]
+    vpmullw      ymm8, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm7, ymm9                    ; layer 5
+    vpaddw       ymm8, ymm9, ymm7                    ; layer 5
     vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1440]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1408]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm9, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm10, ymm11                  ; layer 5
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1504]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1472]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpunpcklqdq  ymm11, ymm12, ymm1
@@ -1524,94 +1582,110 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpcklqdq  ymm8, ymm9, ymm10
     vpunpckhqdq  ymm9, ymm9, ymm10
     vpsraw       ymm10, ymm11, 13                    ; special: before layer 4
-    vpand        ymm11, ymm11, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm10, ymm11, ymm10
     vpaddw       ymm11, ymm10, ymm1                  ; layer 4
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpsraw       ymm10, ymm12, 13                    ; special: before layer 4
-    vpand        ymm12, ymm12, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm12, ymm12, [rax - 128]
     vpsubw       ymm12, ymm12, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm10, ymm12, ymm10
     vpaddw       ymm12, ymm10, ymm2                  ; layer 4
     vpsubw       ymm2, ymm10, ymm2
-    vpmullw      ymm10, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1632]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1600]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1600
+    vpmullw      ymm10, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpsraw       ymm10, ymm13, 13                    ; special: before layer 4
-    vpand        ymm13, ymm13, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm10, ymm13, ymm10
     vpaddw       ymm13, ymm10, [rsp + 96]            ; layer 4
     vpsubw       ymm10, ymm10, [rsp + 96]
     vmovdqa      [rsp + 96], ymm13                   ; spill
-    vpmullw      ymm13, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmullw      ymm13, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpsraw       ymm13, ymm3, 13                     ; special: before layer 4
-    vpand        ymm3, ymm3, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm13
     vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm3, ymm3, ymm13
+    vpaddw       ymm3, ymm13, ymm3
     vmovdqa      ymm13, [rsp]                        ; reload
     vmovdqa      [rsp + 32], ymm10                   ; spill
     vpaddw       ymm10, ymm13, ymm3                  ; layer 4
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1728
+    vpmullw      ymm13, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm3, ymm3, ymm13
     vpsraw       ymm13, ymm14, 13                    ; special: before layer 4
-    vpand        ymm14, ymm14, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm14, ymm13
     vpsllw       ymm13, ymm13, 9
     vpaddw       ymm13, ymm14, ymm13
     vpaddw       ymm14, ymm13, ymm5                  ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmullw      ymm13, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm5, ymm5, ymm13
     vpsraw       ymm13, ymm6, 13                     ; special: before layer 4
-    vpand        ymm6, ymm6, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm13
     vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm6, ymm13
+    vpaddw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm6, ymm4                   ; layer 4
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1856
+    vpmullw      ymm6, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpsraw       ymm6, ymm7, 13                      ; special: before layer 4
-    vpand        ymm7, ymm7, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm7, ymm6
     vpaddw       ymm7, ymm15, ymm6                   ; layer 4
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1920
+    vpmullw      ymm15, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm6, ymm6, ymm15
     vpsraw       ymm15, ymm9, 13                     ; special: before layer 4
-    vpand        ymm9, ymm9, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm9, ymm9, ymm15
     vpaddw       ymm15, ymm8, ymm9                   ; layer 4
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2016]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1984
+    vpmullw      ymm9, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vperm2i128   ymm9, ymm11, ymm1, 32
@@ -1634,146 +1708,164 @@ kg_kyberr17681_ntt_inverse_avx2:
     vperm2i128   ymm7, ymm15, ymm8, 32
     vperm2i128   ymm8, ymm15, ymm8, 49
     vpsraw       ymm15, ymm9, 13                     ; special: before layer 3
-    vpand        ymm9, ymm9, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm9, ymm9, ymm15
     vpsraw       ymm15, ymm1, 13                     ; special: before layer 3
-    vpand        ymm1, ymm1, [rel pw_8191]
+    vpand        ymm1, ymm1, [rax - 128]
     vpsubw       ymm1, ymm1, ymm15
     vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm1, ymm1, ymm15
+    vpaddw       ymm1, ymm15, ymm1
     vpaddw       ymm15, ymm9, ymm1                   ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpsraw       ymm9, ymm11, 13                     ; special: before layer 3
-    vpand        ymm11, ymm11, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm9
     vpsllw       ymm9, ymm9, 9
     vpaddw       ymm9, ymm11, ymm9
     vmovdqa      ymm11, [rsp]                        ; reload
     vmovdqa      [rsp + 96], ymm1                    ; spill
     vpsraw       ymm1, ymm11, 13                     ; special: before layer 3
-    vpand        ymm11, ymm11, [rel pw_8191]
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm1, ymm11, ymm1
     vpaddw       ymm11, ymm9, ymm1                   ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpsraw       ymm9, ymm2, 13                      ; special: before layer 3
-    vpand        ymm2, ymm2, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm2, ymm2, [rax - 128]
     vpsubw       ymm2, ymm2, ymm9
     vpsllw       ymm9, ymm9, 9
-    vpaddw       ymm2, ymm2, ymm9
+    vpaddw       ymm2, ymm9, ymm2
     vmovdqa      ymm9, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm1                         ; spill
     vpsraw       ymm1, ymm9, 13                      ; special: before layer 3
-    vpand        ymm9, ymm9, [rel pw_8191]
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm2, ymm1                    ; layer 3
     vpsubw       ymm1, ymm2, ymm1
-    vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2176
+    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsraw       ymm2, ymm12, 13                     ; special: before layer 3
-    vpand        ymm12, ymm12, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm12, ymm12, [rax - 128]
     vpsubw       ymm12, ymm12, ymm2
     vpsllw       ymm2, ymm2, 9
     vpaddw       ymm2, ymm12, ymm2
     vpsraw       ymm12, ymm3, 13                     ; special: before layer 3
-    vpand        ymm3, ymm3, [rel pw_8191]
+    vpand        ymm3, ymm3, [rax - 128]
     vpsubw       ymm3, ymm3, ymm12
     vpsllw       ymm12, ymm12, 9
-    vpaddw       ymm3, ymm3, ymm12
+    vpaddw       ymm3, ymm12, ymm3
     vpaddw       ymm12, ymm2, ymm3                   ; layer 3
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpsraw       ymm3, ymm10, 13                     ; special: before layer 3
-    vpand        ymm10, ymm10, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm10, ymm10, [rax - 128]
     vpsubw       ymm10, ymm10, ymm3
     vpsllw       ymm3, ymm3, 9
     vpaddw       ymm3, ymm10, ymm3
     vpsraw       ymm10, ymm5, 13                     ; special: before layer 3
-    vpand        ymm5, ymm5, [rel pw_8191]
+    vpand        ymm5, ymm5, [rax - 128]
     vpsubw       ymm5, ymm5, ymm10
     vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm5, ymm5, ymm10
+    vpaddw       ymm5, ymm10, ymm5
     vpaddw       ymm10, ymm3, ymm5                   ; layer 3
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmullw      ymm5, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm5, ymm14, 13                     ; special: before layer 3
-    vpand        ymm14, ymm14, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm14, ymm5
     vpsllw       ymm5, ymm5, 9
     vpaddw       ymm5, ymm14, ymm5
     vpsraw       ymm14, ymm4, 13                     ; special: before layer 3
-    vpand        ymm4, ymm4, [rel pw_8191]
+    vpand        ymm4, ymm4, [rax - 128]
     vpsubw       ymm4, ymm4, ymm14
     vpsllw       ymm14, ymm14, 9
-    vpaddw       ymm4, ymm4, ymm14
+    vpaddw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm5, ymm4                   ; layer 3
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2368
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpsraw       ymm5, ymm13, 13                     ; special: before layer 3
-    vpand        ymm13, ymm13, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm5
     vpsllw       ymm5, ymm5, 9
     vpaddw       ymm5, ymm13, ymm5
     vpsraw       ymm13, ymm6, 13                     ; special: before layer 3
-    vpand        ymm6, ymm6, [rel pw_8191]
+    vpand        ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm13
     vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm6, ymm13
+    vpaddw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm5, ymm6                   ; layer 3
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2432
+    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpsraw       ymm6, ymm7, 13                      ; special: before layer 3
-    vpand        ymm7, ymm7, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm7, ymm6
     vpsraw       ymm7, ymm8, 13                      ; special: before layer 3
-    vpand        ymm8, ymm8, [rel pw_8191]
+    vpand        ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2528]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2624] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2496
+    vpmullw      ymm7, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsraw       ymm7, ymm15, 13                     ; special: before layer 2
-    vpand        ymm15, ymm15, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm15, ymm15, [rax - 128]
     vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm15, ymm7
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 2
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 2
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2592]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2560
+    vpmullw      ymm11, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm7, ymm7, ymm11
     vmovdqa      ymm11, [rsp + 96]                   ; reload
@@ -1781,131 +1873,141 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm7, ymm11, [rsp]                  ; layer 2
     vpsubw       ymm11, ymm11, [rsp]
     vmovdqa      [rsp], ymm7                         ; spill
-    vpmullw      ymm7, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2592]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560]
+    vpmullw      ymm7, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm11, ymm7
     vpsraw       ymm11, ymm9, 13                     ; special: before layer 2
-    vpand        ymm9, ymm9, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm11
     vpsllw       ymm11, ymm11, 9
     vpaddw       ymm9, ymm9, ymm11
     vpaddw       ymm11, ymm9, ymm12                  ; layer 2
     vpsubw       ymm9, ymm9, ymm12
-    vpmullw      ymm12, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2656]
-    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2624]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2752] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2624
+    vpmullw      ymm12, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vpaddw       ymm12, ymm1, ymm2                   ; layer 2
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2656]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2624]
+    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsraw       ymm2, ymm10, 13                     ; special: before layer 2
-    vpand        ymm10, ymm10, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm10, ymm10, [rax - 128]
     vpsubw       ymm10, ymm10, ymm2
     vpsllw       ymm2, ymm2, 9
     vpaddw       ymm2, ymm10, ymm2
-    vpaddw       ymm10, ymm2, ymm14                  ; layer 2
+    vpaddw       ymm10, ymm14, ymm2                  ; layer 2
     vpsubw       ymm2, ymm2, ymm14
-    vpmullw      ymm14, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2720]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2688
+    vpmullw      ymm14, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm3, ymm4                   ; layer 2
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2720]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688]
+    vpmullw      ymm4, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpsraw       ymm4, ymm13, 13                     ; special: before layer 2
-    vpand        ymm13, ymm13, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm4
     vpsllw       ymm4, ymm4, 9
     vpaddw       ymm4, ymm13, ymm4
-    vpaddw       ymm13, ymm4, ymm8                   ; layer 2
+    vpaddw       ymm13, ymm8, ymm4                   ; layer 2
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2784]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2752]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2752
+    vpmullw      ymm8, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2784]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2752]
+    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpsraw       ymm6, ymm15, 13                     ; special: before layer 1
-    vpand        ymm15, ymm15, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm15, ymm15, [rax - 128]
     vpsubw       ymm15, ymm15, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm15, ymm6
     vpsraw       ymm15, ymm11, 13                    ; special: before layer 1
-    vpand        ymm11, ymm11, [rel pw_8191]
+    vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm6, ymm11                  ; layer 1
+    vpaddw       ymm15, ymm11, ymm6                  ; layer 1
     vpsubw       ymm6, ymm6, ymm11
-    vpmullw      ymm11, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2848]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2816
+    vpmullw      ymm11, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm6, ymm6, ymm11
     vmovdqa      ymm11, [rsp]                        ; reload
     vmovdqa      [rsp + 96], ymm6                    ; spill
     vpaddw       ymm6, ymm11, ymm12                  ; layer 1
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2848]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816]
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm11                        ; spill
     vpaddw       ymm11, ymm12, ymm9                  ; layer 1
     vpsubw       ymm9, ymm12, ymm9
-    vpmullw      ymm12, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2848]
-    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816]
+    vpmullw      ymm12, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vpaddw       ymm12, ymm7, ymm1                   ; layer 1
     vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2848]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816]
+    vpmullw      ymm7, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpsraw       ymm7, ymm10, 13                     ; special: before layer 1
-    vpand        ymm10, ymm10, [rel pw_8191]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm10, ymm10, [rax - 128]
     vpsubw       ymm10, ymm10, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm10, ymm7
     vpsraw       ymm10, ymm13, 13                    ; special: before layer 1
-    vpand        ymm13, ymm13, [rel pw_8191]
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm10, ymm13, ymm10
-    vpaddw       ymm13, ymm7, ymm10                  ; layer 1
+    vpaddw       ymm13, ymm10, ymm7                  ; layer 1
     vpsubw       ymm7, ymm7, ymm10
-    vpmullw      ymm10, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2912]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2880
+    vpmullw      ymm10, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm14, ymm8                  ; layer 1
     vpsubw       ymm8, ymm14, ymm8
-    vpmullw      ymm14, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2912]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880]
+    vpmullw      ymm14, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm8, ymm8, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 1
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2912]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880]
+    vpmullw      ymm4, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm3, ymm5                    ; layer 1
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2912]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880]
+    vpmullw      ymm5, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm5, ymm15, 13                     ; special: before layer 0
@@ -1913,61 +2015,61 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm15, ymm15, ymm5
     vpsllw       ymm5, ymm5, 9
     vpaddw       ymm5, ymm15, ymm5
-    vpaddw       ymm15, ymm5, ymm13                  ; layer 0
+    vpaddw       ymm15, ymm13, ymm5                  ; layer 0
     vpsubw       ymm5, ymm5, ymm13
-    vpmullw      ymm13, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm13, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm5, ymm5, ymm13
     vpsraw       ymm13, ymm6, 13                     ; special: before layer 0
     vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm13
     vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm6, ymm13
-    vpaddw       ymm13, ymm6, ymm10                  ; layer 0
+    vpaddw       ymm6, ymm13, ymm6
+    vpaddw       ymm13, ymm10, ymm6                  ; layer 0
     vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm10, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm10, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm11, ymm14                 ; layer 0
     vpsubw       ymm11, ymm11, ymm14
-    vpmullw      ymm14, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm11, ymm11, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm14, ymm11, [rax - 32]
+    vpmulhw      ymm11, ymm11, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm11, ymm11, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 0
     vpsubw       ymm4, ymm12, ymm4
-    vpmullw      ymm12, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm12, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm4, ymm4, ymm12
     vmovdqa      ymm12, [rsp + 96]                   ; reload
     vmovdqa      [rsp + 32], ymm4                    ; spill
     vpaddw       ymm4, ymm12, ymm7                   ; layer 0
     vpsubw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm12, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm7, ymm7, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 96], ymm7                    ; spill
     vpaddw       ymm7, ymm12, ymm8                   ; layer 0
     vpsubw       ymm8, ymm12, ymm8
-    vpmullw      ymm12, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm12, ymm8, [rax - 32]
+    vpmulhw      ymm8, ymm8, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm8, ymm8, ymm12
     vpaddw       ymm12, ymm9, ymm2                   ; layer 0
     vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm1, ymm3                    ; layer 0
     vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2976]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944]
+    vpmullw      ymm3, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm15
@@ -2001,122 +2103,125 @@ kg_kyberr17681_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
 align 32
 kg_kyberr17681_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_17474]                ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_1024]                 ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2130,120 +2235,121 @@ kg_kyberr17681_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
 align 32
 kg_kyberr17681_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_8191]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpsraw       ymm1, ymm0, 13                      ; special
-    vpand        ymm0, ymm0, [rel pw_8191]
+    vpand        ymm0, ymm0, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm0, ymm0, ymm1
@@ -2259,170 +2365,173 @@ kg_kyberr17681_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
 align 32
 kg_kyberr17681_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_7681]                 ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_17474]                ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_1024]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
-    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_7681]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2436,12 +2545,13 @@ kg_kyberr17681_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_avx2.end - kg_kyberr17681_mulmod_shoup_avx2)
 align 32
 kg_kyberr17681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2450,7 +2560,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2460,7 +2570,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2470,7 +2580,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2480,7 +2590,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2490,7 +2600,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2500,7 +2610,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2510,7 +2620,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2520,7 +2630,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2530,7 +2640,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2540,7 +2650,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2550,7 +2660,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2560,7 +2670,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2570,7 +2680,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2580,7 +2690,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2590,7 +2700,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2600,7 +2710,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2614,12 +2724,14 @@ kg_kyberr17681_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_avx2.end - kg_kyberr17681_muladd_shoup_avx2)
 align 32
 kg_kyberr17681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_15362]                ; held in a register: read 16 times
+    vmovdqu      ymm5, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -2630,9 +2742,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2644,9 +2756,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2658,9 +2770,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2672,9 +2784,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2686,9 +2798,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2700,9 +2812,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2714,9 +2826,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2728,9 +2840,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2742,9 +2854,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2756,9 +2868,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2770,9 +2882,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2784,9 +2896,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2798,9 +2910,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2812,9 +2924,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2826,9 +2938,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2840,9 +2952,9 @@ kg_kyberr17681_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_15362]          ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_7681]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2857,7 +2969,7 @@ kg_kyberr17681_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -2872,17 +2984,19 @@ kg_kyberr17681_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 7681
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 128] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2902,11 +3016,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2926,11 +3040,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2950,11 +3064,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2974,11 +3088,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -2998,11 +3112,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -3022,11 +3136,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -3046,11 +3160,11 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -3084,12 +3198,12 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -3101,11 +3215,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -3117,11 +3231,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3133,13 +3247,13 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm13, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -3155,11 +3269,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm14, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -3171,11 +3285,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3187,11 +3301,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm13, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -3205,11 +3319,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -3225,11 +3339,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 384] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 304]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 256]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -3241,11 +3356,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 352]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 368]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 320]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 336]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -3257,11 +3372,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 432]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 384]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 400]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -3275,11 +3390,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 480]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm6, xmm13
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 496]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 448]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 464]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm1, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -3295,11 +3410,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 640] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 560]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 512]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 528]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm4, xmm5
@@ -3311,11 +3427,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 608]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 624]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 576]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 592]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm4, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -3327,11 +3443,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 672]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 688]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 640]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 656]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -3347,11 +3463,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 736]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 752]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 704]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 720]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -3394,8 +3510,9 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm1, 13
     movdqa       xmm2, xmm9
     psraw        xmm2, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm9, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm6, [rax - 128]
+    pand         xmm9, [rax - 112]
     psubw        xmm6, xmm1
     psubw        xmm9, xmm2
     psllw        xmm1, 9
@@ -3403,13 +3520,15 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm6, xmm1
     paddw        xmm9, xmm2
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 800]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 896] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 768
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm13
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 816]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 768]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 784]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm0                   ; spill
-    movdqu       xmm0, [rel pw_7681]                 ; reload
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; reload
     pmulhw       xmm1, xmm0
     pmulhw       xmm2, xmm0
     psubw        xmm5, xmm1
@@ -3424,8 +3543,9 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm5, 13
     movdqa       xmm13, xmm14
     psraw        xmm13, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm3, xmm5
     psubw        xmm14, xmm13
     psllw        xmm5, 9
@@ -3433,13 +3553,14 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm3, xmm5
     paddw        xmm14, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 864]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 960] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 832
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 880]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 832]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 848]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm4, xmm5
@@ -3456,8 +3577,9 @@ kg_kyberr17681_ntt_forward_sse:
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm15
     psraw        xmm14, 13
-    pand         xmm4, [rel pw_8191]
-    pand         xmm15, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm4, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm4, xmm13
     psubw        xmm15, xmm14
     psllw        xmm13, 9
@@ -3465,11 +3587,12 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm4, xmm13
     paddw        xmm15, xmm14
     movdqa       xmm13, xmm11
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 928]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1024] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 896
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 944]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 896]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 912]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm13, xmm0
     pmulhw       xmm14, xmm0
     psubw        xmm11, xmm13
@@ -3484,8 +3607,9 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm12
     psraw        xmm11, 13
-    pand         xmm8, [rel pw_8191]
-    pand         xmm12, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm8, [rax - 128]
+    pand         xmm12, [rax - 112]
     psubw        xmm8, xmm7
     psubw        xmm12, xmm11
     psllw        xmm7, 9
@@ -3493,13 +3617,14 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm8, xmm7
     paddw        xmm12, xmm11
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 992]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1088] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 960
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1008]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 960]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 976]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm10, xmm7
@@ -3538,11 +3663,11 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm15, xmm12
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm1, xmm8
@@ -3554,11 +3679,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm10, xmm1
     psubw        xmm11, xmm2
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1120]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1136]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1088]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1104]
+    pmullw       xmm2, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm9, [rax + 16]
     pmulhw       xmm1, xmm0
     pmulhw       xmm2, xmm0
     psubw        xmm5, xmm1
@@ -3572,11 +3697,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm9
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1184]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm9, xmm14
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1200]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1152]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1168]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm13, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm13, xmm5
@@ -3590,11 +3715,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm3, xmm14
     movdqa       xmm13, xmm7
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1248]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1344] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1216
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1264]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1216]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1232]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm13, xmm0
     pmulhw       xmm14, xmm0
     psubw        xmm7, xmm13
@@ -3635,13 +3761,14 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm14, xmm13
     punpckhwd    xmm0, xmm4
     movdqa       xmm4, xmm8
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm13, xmm12
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     movdqa       [rsp + 64], xmm5                    ; spill
-    movdqu       xmm5, [rel pw_7681]                 ; reload
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm5, [rax - 128]                   ; reload
     pmulhw       xmm4, xmm5
     pmulhw       xmm13, xmm5
     psubw        xmm8, xmm4
@@ -3653,11 +3780,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm8
     psubw        xmm15, xmm12
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1344
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm8, xmm5
     pmulhw       xmm12, xmm5
     psubw        xmm10, xmm8
@@ -3671,11 +3799,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm11, xmm2
     movdqa       xmm2, xmm1
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm10, xmm9
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm2, xmm5
     pmulhw       xmm10, xmm5
     psubw        xmm1, xmm2
@@ -3689,11 +3817,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm2, xmm1
     psubw        xmm6, xmm9
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1504]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1520]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1472]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1488]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm14, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm1, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm14, xmm1
@@ -3741,14 +3869,15 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1568]
+    pmullw       xmm7, [rax + 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     movdqa       [rsp + 64], xmm15                   ; spill
-    movdqu       xmm15, [rel pw_7681]                ; reload
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3760,11 +3889,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1568]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1664] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1536
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -3776,11 +3906,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1568]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3792,13 +3922,13 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1568]
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, [rsp + 64]                   ; reload
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm12, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -3814,11 +3944,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1632]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1648]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1600]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1616]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -3830,11 +3960,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1632]
+    pmullw       xmm10, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1648]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1600]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1616]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3846,11 +3976,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1696]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1712]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1664]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -3864,11 +3994,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1696]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1712]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1664]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -3884,11 +4014,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1760]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1776]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1728]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm2, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -3900,11 +4030,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1824]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1920] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1792
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1840]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1792]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1808]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -3916,11 +4047,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1888]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1904]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1856]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1872]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -3934,11 +4065,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1952]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm5, xmm12
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1968]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1920]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1936]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -3954,11 +4085,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2016]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2032]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1984]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2000]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm4, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -3970,11 +4101,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2080]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2176] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2048
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2096]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2048]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2064]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -3986,11 +4118,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2144]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2160]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2112]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2128]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -4006,11 +4138,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2208]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2224]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2176]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2192]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -4053,8 +4185,9 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm0, 13
     movdqa       xmm1, xmm8
     psraw        xmm1, 13
-    pand         xmm5, [rel pw_8191]
-    pand         xmm8, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm5, [rax - 128]
+    pand         xmm8, [rax - 112]
     psubw        xmm5, xmm0
     psubw        xmm8, xmm1
     psllw        xmm0, 9
@@ -4062,11 +4195,12 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm5, xmm0
     paddw        xmm8, xmm1
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2368] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2240
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2288]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2240]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2256]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqu       xmm15, [rel pw_7681]                ; reload
     pmulhw       xmm0, xmm15
@@ -4083,8 +4217,9 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm4, 13
     movdqa       xmm12, xmm13
     psraw        xmm12, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm13, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm2, [rax - 128]
+    pand         xmm13, [rax - 112]
     psubw        xmm2, xmm4
     psubw        xmm13, xmm12
     psllw        xmm4, 9
@@ -4092,13 +4227,14 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm2, xmm4
     paddw        xmm13, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2432] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2304
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm12
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2352]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2304]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2320]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm4, xmm15
     pmulhw       xmm8, xmm15
     psubw        xmm3, xmm4
@@ -4115,8 +4251,9 @@ kg_kyberr17681_ntt_forward_sse:
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm14
     psraw        xmm13, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm3, xmm12
     psubw        xmm14, xmm13
     psllw        xmm12, 9
@@ -4124,11 +4261,12 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm3, xmm12
     paddw        xmm14, xmm13
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2496] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2368
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2416]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2368]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2384]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm12, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm12
@@ -4152,13 +4290,13 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm7, xmm6
     paddw        xmm11, xmm10
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2464]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm10
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2480]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2432]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2448]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm6, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm9, xmm6
@@ -4197,11 +4335,11 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm14, xmm11
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2528]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2544]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2496]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2512]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm0, xmm7
@@ -4213,11 +4351,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm9, xmm0
     psubw        xmm10, xmm1
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2592]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2608]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2560]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2576]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm4, xmm0
@@ -4231,11 +4369,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm8
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2656]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2752] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2624
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2672]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2624]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2640]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm4, xmm15
     pmulhw       xmm8, xmm15
     psubw        xmm12, xmm4
@@ -4249,11 +4388,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm2, xmm13
     movdqa       xmm12, xmm6
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2720]
+    pmullw       xmm12, [rax - 32]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2736]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2688]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2704]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm12, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm6, xmm12
@@ -4294,11 +4433,11 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm13, xmm12
     punpckhwd    xmm15, xmm3
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2784]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm12, xmm11
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2800]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2752]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2768]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm11, [rax + 16]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqu       xmm4, [rel pw_7681]                 ; reload
     pmulhw       xmm3, xmm4
@@ -4312,11 +4451,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm6, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2848]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2864]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2816]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2832]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     pmulhw       xmm7, xmm4
     pmulhw       xmm11, xmm4
     psubw        xmm9, xmm7
@@ -4330,11 +4469,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm10, xmm1
     movdqa       xmm1, xmm0
-    pmullw       xmm1, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2912]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 3008] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2880
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2928]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2880]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2896]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm1, xmm4
     pmulhw       xmm9, xmm4
     psubw        xmm0, xmm1
@@ -4348,11 +4488,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm0
     psubw        xmm5, xmm8
     movdqa       xmm0, xmm13
-    pmullw       xmm0, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2976]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2992]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2944]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2960]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm0, xmm4
     pmulhw       xmm8, xmm4
     psubw        xmm13, xmm0
@@ -4395,12 +4535,14 @@ kg_kyberr17681_ntt_forward_sse:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
 align 32
 kg_kyberr17681_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm13, [rel pw_m7679]               ; held in a register: read 16 times
+    movdqu       xmm14, [rel pw_m7679 + 16]          ; held in a register: read 16 times
     movdqu       xmm0, [rel pw_7681]                 ; q = 7681
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4411,13 +4553,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 32]
     movdqu       xmm8, [rdx + 48]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4447,13 +4589,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 96]
     movdqu       xmm8, [rdx + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4483,13 +4625,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 160]
     movdqu       xmm8, [rdx + 176]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4519,13 +4661,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 224]
     movdqu       xmm8, [rdx + 240]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4555,13 +4697,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 288]
     movdqu       xmm8, [rdx + 304]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4591,13 +4733,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 352]
     movdqu       xmm8, [rdx + 368]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4627,13 +4769,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 416]
     movdqu       xmm8, [rdx + 432]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4663,13 +4805,13 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm7, [rdx + 480]
     movdqu       xmm8, [rdx + 496]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m7679]
+    pmullw       xmm9, xmm13
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m7679 + 16]
+    pmullw       xmm10, xmm14
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m7679]
+    pmullw       xmm11, xmm13
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm12, xmm14
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -4701,7 +4843,7 @@ kg_kyberr17681_basemul_sse:
 ;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 34 vector reductions
@@ -4720,7 +4862,8 @@ kg_kyberr17681_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 7681
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -4747,21 +4890,24 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 128] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 0
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 48]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 16]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    pmullw       xmm3, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm3, [rax - 128]
     movdqa       xmm4, xmm15
-    pmullw       xmm4, [rel pw_m2184 + 16]
-    pmulhw       xmm14, [rel pw_1912]
-    pmulhw       xmm15, [rel pw_1912 + 16]
+    pmullw       xmm4, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm14, xmm3
@@ -4773,21 +4919,24 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 64
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 112]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 64]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel pw_m2184 + 16]
-    pmulhw       xmm3, [rel pw_1912]
-    pmulhw       xmm4, [rel pw_1912 + 16]
+    pmullw       xmm8, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm3, xmm7
@@ -4799,21 +4948,24 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 160]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 128
+    pmullw       xmm11, [rax - 96]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 176]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 128]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 144]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m2184 + 16]
-    pmulhw       xmm7, [rel pw_1912]
-    pmulhw       xmm8, [rel pw_1912 + 16]
+    pmullw       xmm12, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm7, xmm11
@@ -4828,22 +4980,25 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 224]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 192
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp], xmm10                        ; spill
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 240]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 192]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 208]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm7
     psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    pmullw       xmm7, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m2184 + 16]
-    pmulhw       xmm11, [rel pw_1912]
-    pmulhw       xmm8, [rel pw_1912 + 16]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm7
@@ -4909,12 +5064,14 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 288]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 384] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 256
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 304]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 256]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 272]
-    movdqu       xmm15, [rel pw_7681]                ; reload
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm0, xmm13
@@ -4928,12 +5085,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp + 64]
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 352]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 320
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 368]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 320]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 336]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -4947,11 +5105,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 416]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 432]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 384]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 400]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm15
     pmulhw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -4963,11 +5121,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 480]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 496]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 448]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 464]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm8, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -5033,13 +5191,14 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm15, xmm6
     psubw        xmm8, [rsp + 160]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 544]
+    pmullw       xmm6, [rax + 96]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 560]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 512]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 528]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm15, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     movdqa       [rsp + 160], xmm5                   ; spill
-    movdqu       xmm5, [rel pw_7681]                 ; reload
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm5, [rax - 128]                   ; reload
     pmulhw       xmm6, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm15, xmm6
@@ -5053,12 +5212,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm11
     psubw        xmm12, [rsp + 64]
     movdqa       xmm11, xmm6
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 608]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 576
+    pmullw       xmm11, [rax - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 624]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 576]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 592]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm11, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm6, xmm11
@@ -5070,11 +5230,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm14
     psubw        xmm7, xmm13
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm13, xmm5
     pmulhw       xmm14, xmm5
     psubw        xmm0, xmm13
@@ -5086,11 +5246,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 736]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 752]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 704]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 720]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm5
     pmulhw       xmm4, xmm5
     psubw        xmm10, xmm2
@@ -5128,8 +5288,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm1, 13
     movdqa       xmm10, xmm5
     psraw        xmm10, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm2, [rax - 128]
+    pand         xmm5, [rax - 112]
     psubw        xmm2, xmm1
     psubw        xmm5, xmm10
     psllw        xmm1, 9
@@ -5143,14 +5304,16 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm2, xmm3
     psubw        xmm5, [rsp + 96]
     movdqa       xmm3, xmm2
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 800]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 896] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 768
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 816]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 768]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 784]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     movdqa       [rsp + 64], xmm1                    ; spill
-    movdqu       xmm1, [rel pw_7681]                 ; reload
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm1, [rax - 128]                   ; reload
     pmulhw       xmm3, xmm1
     pmulhw       xmm10, xmm1
     psubw        xmm2, xmm3
@@ -5161,8 +5324,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm4
     psraw        xmm5, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm3, xmm10
     psubw        xmm4, xmm5
     psllw        xmm10, 9
@@ -5176,11 +5340,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm4, xmm15
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 864]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 832
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm15, xmm4
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 880]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 832]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 848]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm8, xmm1
     pmulhw       xmm15, xmm1
     psubw        xmm3, xmm8
@@ -5189,8 +5354,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm8, 13
     movdqa       xmm15, xmm12
     psraw        xmm15, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm12, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm6, [rax - 128]
+    pand         xmm12, [rax - 112]
     psubw        xmm6, xmm8
     psubw        xmm12, xmm15
     psllw        xmm8, 9
@@ -5204,11 +5370,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm9
     psubw        xmm12, xmm11
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 928]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 896
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm6, xmm9
@@ -5217,8 +5384,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm11, xmm14
     psraw        xmm11, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm13, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm13, xmm9
     psubw        xmm14, xmm11
     psllw        xmm9, 9
@@ -5232,11 +5400,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 992]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1088] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 960
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1008]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 960]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 976]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm13, xmm1
     pmulhw       xmm14, xmm1
     psubw        xmm0, xmm13
@@ -5247,8 +5416,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm2
     psraw        xmm7, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm2, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm13, [rax - 128]
+    pand         xmm2, [rax - 112]
     psubw        xmm13, xmm14
     psubw        xmm2, xmm7
     psllw        xmm14, 9
@@ -5263,8 +5433,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp], xmm0                         ; spill
     movdqa       xmm0, xmm11
     psraw        xmm0, 13
-    pand         xmm7, [rel pw_8191]
-    pand         xmm11, [rel pw_8191 + 16]
+    pand         xmm7, [rax - 128]
+    pand         xmm11, [rax - 112]
     psubw        xmm7, xmm14
     psubw        xmm11, xmm0
     psllw        xmm14, 9
@@ -5278,11 +5448,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm7
     psubw        xmm2, xmm11
     movdqa       xmm7, xmm13
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1024
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm7, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm13, xmm7
@@ -5291,8 +5462,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm3
     psraw        xmm11, 13
-    pand         xmm5, [rel pw_8191]
-    pand         xmm3, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm5, [rax - 128]
+    pand         xmm3, [rax - 112]
     psubw        xmm5, xmm7
     psubw        xmm3, xmm11
     psllw        xmm7, 9
@@ -5303,8 +5475,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm4
     psraw        xmm11, 13
-    pand         xmm10, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm10, xmm7
     psubw        xmm4, xmm11
     psllw        xmm7, 9
@@ -5318,11 +5490,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm10
     psubw        xmm3, xmm4
     movdqa       xmm4, xmm5
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1088
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm10, xmm3
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm1
     pmulhw       xmm10, xmm1
     psubw        xmm5, xmm4
@@ -5331,8 +5504,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm4, 13
     movdqa       xmm10, xmm6
     psraw        xmm10, 13
-    pand         xmm8, [rel pw_8191]
-    pand         xmm6, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm8, [rax - 128]
+    pand         xmm6, [rax - 112]
     psubw        xmm8, xmm4
     psubw        xmm6, xmm10
     psllw        xmm4, 9
@@ -5343,8 +5517,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm4, 13
     movdqa       xmm10, xmm12
     psraw        xmm10, 13
-    pand         xmm15, [rel pw_8191]
-    pand         xmm12, [rel pw_8191 + 16]
+    pand         xmm15, [rax - 128]
+    pand         xmm12, [rax - 112]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm10
     psllw        xmm4, 9
@@ -5358,11 +5532,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm8, xmm15
     psubw        xmm6, xmm12
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1152
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm15, xmm6
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm12, xmm1
     pmulhw       xmm15, xmm1
     psubw        xmm8, xmm12
@@ -5373,8 +5548,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
     psraw        xmm6, 13
-    pand         xmm9, [rel pw_8191]
-    pand         xmm15, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm9, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm9, xmm12
     psubw        xmm15, xmm6
     psllw        xmm12, 9
@@ -5389,8 +5565,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm8
     psraw        xmm10, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm8, [rel pw_8191 + 16]
+    pand         xmm6, [rax - 128]
+    pand         xmm8, [rax - 112]
     psubw        xmm6, xmm12
     psubw        xmm8, xmm10
     psllw        xmm12, 9
@@ -5404,11 +5580,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm6
     psubw        xmm15, xmm8
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1248]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1344] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1216
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1264]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1216]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1232]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm6, xmm1
     pmulhw       xmm8, xmm1
     psubw        xmm9, xmm6
@@ -5417,8 +5594,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm6, 13
     movdqa       xmm8, xmm14
     psraw        xmm8, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm0, xmm6
     psubw        xmm14, xmm8
     psllw        xmm6, 9
@@ -5432,11 +5610,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1312]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1280
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1328]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1280]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1296]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm7, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm0, xmm7
@@ -5448,11 +5627,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1312]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1328]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1280]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1296]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm1
     pmulhw       xmm5, xmm1
     psubw        xmm13, xmm3
@@ -5463,8 +5642,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm5
     psraw        xmm2, 13
-    pand         xmm4, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm4, [rax - 128]
+    pand         xmm5, [rax - 112]
     psubw        xmm4, xmm3
     psubw        xmm5, xmm2
     psllw        xmm3, 9
@@ -5478,11 +5658,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm5, xmm12
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1376]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1344
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1392]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1344]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1360]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm10, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm4, xmm10
@@ -5498,11 +5679,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1376]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1392]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1344]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1360]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm9, xmm1
     pmulhw       xmm15, xmm1
     psubw        xmm10, xmm9
@@ -5511,8 +5692,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm15, xmm8
     psraw        xmm15, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm8, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm6, [rax - 128]
+    pand         xmm8, [rax - 112]
     psubw        xmm6, xmm9
     psubw        xmm8, xmm15
     psllw        xmm9, 9
@@ -5523,8 +5705,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm15, xmm3
     psraw        xmm15, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm3, [rel pw_8191 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm3, [rax - 112]
     psubw        xmm2, xmm9
     psubw        xmm3, xmm15
     psllw        xmm9, 9
@@ -5538,11 +5720,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm2
     psubw        xmm8, xmm3
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1440]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1408
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm2, xmm1
     pmulhw       xmm3, xmm1
     psubw        xmm6, xmm2
@@ -5554,11 +5737,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm7, xmm12
     psubw        xmm11, xmm5
     movdqa       xmm5, xmm7
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1440]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm12, xmm11
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm5, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm7, xmm5
@@ -5570,12 +5753,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm4
     psubw        xmm14, [rsp + 64]
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1440]
+    pmullw       xmm4, [rax - 96]
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm4, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm0, xmm4
@@ -5591,11 +5774,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm14, xmm13
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1440]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm10, xmm1
     pmulhw       xmm13, xmm1
     psubw        xmm4, xmm10
@@ -5645,21 +5828,23 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1504]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1520]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1472]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1488]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm1
     pmulhw       xmm4, xmm1
     psubw        xmm0, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    pmullw       xmm3, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm3, [rax - 128]
     movdqa       xmm4, xmm15
-    pmullw       xmm4, [rel pw_m2184 + 16]
-    pmulhw       xmm14, [rel pw_1912]
-    pmulhw       xmm15, [rel pw_1912 + 16]
+    pmullw       xmm4, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm3, xmm1
     pmulhw       xmm4, xmm1
     psubw        xmm14, xmm3
@@ -5671,21 +5856,24 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1568]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1536
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1584]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1536]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1552]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm7, xmm1
     pmulhw       xmm8, xmm1
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel pw_m2184 + 16]
-    pmulhw       xmm3, [rel pw_1912]
-    pmulhw       xmm4, [rel pw_1912 + 16]
+    pmullw       xmm8, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm7, xmm1
     pmulhw       xmm8, xmm1
     psubw        xmm3, xmm7
@@ -5697,21 +5885,24 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1632]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1600
+    pmullw       xmm11, [rax - 96]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1648]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1600]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1616]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm11, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m2184]
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    pmullw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m2184 + 16]
-    pmulhw       xmm7, [rel pw_1912]
-    pmulhw       xmm8, [rel pw_1912 + 16]
+    pmullw       xmm12, [rax - 112]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm11, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm7, xmm11
@@ -5726,12 +5917,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm12, [rsp]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm13
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1696]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1664
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1712]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1664]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1680]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm7, xmm1
     pmulhw       xmm10, xmm1
     psubw        xmm13, xmm7
@@ -5807,12 +5999,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm1
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1760]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1776]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1728]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1744]
-    movdqu       xmm15, [rel pw_7681]                ; reload
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm1, xmm13
@@ -5826,12 +6019,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp + 64]
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1824]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1792
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1840]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1792]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1808]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -5845,11 +6039,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm4
     psubw        xmm0, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm2, xmm15
     pmulhw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -5861,11 +6055,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm8, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -5931,11 +6125,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm15, xmm6
     psubw        xmm8, [rsp + 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2016]
+    pmullw       xmm6, [rax + 96]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2032]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1984]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2000]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm15, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqu       xmm5, [rel pw_7681]                 ; reload
     pmulhw       xmm6, xmm5
@@ -5951,12 +6145,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm11
     psubw        xmm12, [rsp + 64]
     movdqa       xmm11, xmm6
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2080]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2048
+    pmullw       xmm11, [rax - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2096]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2048]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2064]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm11, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm6, xmm11
@@ -5968,11 +6163,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm14
     psubw        xmm7, xmm13
     movdqa       xmm13, xmm1
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2144]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2160]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2112]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2128]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm13, xmm5
     pmulhw       xmm14, xmm5
     psubw        xmm1, xmm13
@@ -5984,11 +6179,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm0, xmm4
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2208]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2224]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2176]
-    pmulhw       xmm0, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2192]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm2, xmm5
     pmulhw       xmm4, xmm5
     psubw        xmm10, xmm2
@@ -6026,8 +6221,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm0, 13
     movdqa       xmm10, xmm5
     psraw        xmm10, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm2, [rax - 128]
+    pand         xmm5, [rax - 112]
     psubw        xmm2, xmm0
     psubw        xmm5, xmm10
     psllw        xmm0, 9
@@ -6041,12 +6237,13 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm2, xmm3
     psubw        xmm5, [rsp + 160]
     movdqa       xmm3, xmm2
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2272]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2240
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2288]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2240]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2256]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqu       xmm0, [rel pw_7681]                 ; reload
     pmulhw       xmm3, xmm0
@@ -6059,8 +6256,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm4
     psraw        xmm5, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm3, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm3, xmm10
     psubw        xmm4, xmm5
     psllw        xmm10, 9
@@ -6074,11 +6272,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm4, xmm15
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2336]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2304
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm15, xmm4
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2352]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2304]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2320]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm8, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm3, xmm8
@@ -6087,8 +6286,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm8, 13
     movdqa       xmm15, xmm11
     psraw        xmm15, 13
-    pand         xmm9, [rel pw_8191]
-    pand         xmm11, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm9, [rax - 128]
+    pand         xmm11, [rax - 112]
     psubw        xmm9, xmm8
     psubw        xmm11, xmm15
     psllw        xmm8, 9
@@ -6102,11 +6302,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm9
     psubw        xmm12, xmm11
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2368
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm6, xmm9
@@ -6115,8 +6316,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm11, xmm14
     psraw        xmm11, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm13, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm13, xmm9
     psubw        xmm14, xmm11
     psllw        xmm9, 9
@@ -6130,11 +6332,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm13
     psubw        xmm7, xmm14
     movdqa       xmm13, xmm1
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm13, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm13, xmm0
     pmulhw       xmm14, xmm0
     psubw        xmm1, xmm13
@@ -6145,8 +6348,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm2
     psraw        xmm7, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm2, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm13, [rax - 128]
+    pand         xmm2, [rax - 112]
     psubw        xmm13, xmm14
     psubw        xmm2, xmm7
     psllw        xmm14, 9
@@ -6161,8 +6365,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm11
     psraw        xmm1, 13
-    pand         xmm7, [rel pw_8191]
-    pand         xmm11, [rel pw_8191 + 16]
+    pand         xmm7, [rax - 128]
+    pand         xmm11, [rax - 112]
     psubw        xmm7, xmm14
     psubw        xmm11, xmm1
     psllw        xmm14, 9
@@ -6176,11 +6380,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm7
     psubw        xmm2, xmm11
     movdqa       xmm7, xmm13
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2528]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2624] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2496
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2544]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2496]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2512]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm13, xmm7
@@ -6189,8 +6394,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm3
     psraw        xmm11, 13
-    pand         xmm5, [rel pw_8191]
-    pand         xmm3, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm5, [rax - 128]
+    pand         xmm3, [rax - 112]
     psubw        xmm5, xmm7
     psubw        xmm3, xmm11
     psllw        xmm7, 9
@@ -6201,8 +6407,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm4
     psraw        xmm11, 13
-    pand         xmm10, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm10, xmm7
     psubw        xmm4, xmm11
     psllw        xmm7, 9
@@ -6216,11 +6422,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm10
     psubw        xmm3, xmm4
     movdqa       xmm4, xmm5
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2592]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2560
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm10, xmm3
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2608]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2560]
-    pmulhw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2576]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm5, xmm4
@@ -6229,8 +6436,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm4, 13
     movdqa       xmm10, xmm6
     psraw        xmm10, 13
-    pand         xmm8, [rel pw_8191]
-    pand         xmm6, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm8, [rax - 128]
+    pand         xmm6, [rax - 112]
     psubw        xmm8, xmm4
     psubw        xmm6, xmm10
     psllw        xmm4, 9
@@ -6241,8 +6449,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm4, 13
     movdqa       xmm10, xmm12
     psraw        xmm10, 13
-    pand         xmm15, [rel pw_8191]
-    pand         xmm12, [rel pw_8191 + 16]
+    pand         xmm15, [rax - 128]
+    pand         xmm12, [rax - 112]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm10
     psllw        xmm4, 9
@@ -6256,11 +6464,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm8, xmm15
     psubw        xmm6, xmm12
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2656]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2624
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm15, xmm6
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2672]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2624]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2640]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm8, xmm12
@@ -6271,8 +6480,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm6                    ; spill
     movdqa       xmm6, xmm15
     psraw        xmm6, 13
-    pand         xmm9, [rel pw_8191]
-    pand         xmm15, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm9, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm9, xmm12
     psubw        xmm15, xmm6
     psllw        xmm12, 9
@@ -6287,8 +6497,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm8
     psraw        xmm10, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm8, [rel pw_8191 + 16]
+    pand         xmm6, [rax - 128]
+    pand         xmm8, [rax - 112]
     psubw        xmm6, xmm12
     psubw        xmm8, xmm10
     psllw        xmm12, 9
@@ -6302,11 +6512,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm6
     psubw        xmm15, xmm8
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2720]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2688
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2736]
-    pmulhw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2688]
-    pmulhw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2704]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm6
@@ -6315,8 +6526,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm6, 13
     movdqa       xmm8, xmm14
     psraw        xmm8, 13
-    pand         xmm1, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm1, [rax - 128]
+    pand         xmm14, [rax - 112]
     psubw        xmm1, xmm6
     psubw        xmm14, xmm8
     psllw        xmm6, 9
@@ -6330,11 +6542,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2784]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2752
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2800]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2752]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2768]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm1, xmm7
@@ -6346,11 +6559,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2784]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2800]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2752]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2768]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm13, xmm3
@@ -6361,8 +6574,9 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm5
     psraw        xmm2, 13
-    pand         xmm4, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm4, [rax - 128]
+    pand         xmm5, [rax - 112]
     psubw        xmm4, xmm3
     psubw        xmm5, xmm2
     psllw        xmm3, 9
@@ -6376,11 +6590,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm5, xmm12
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2848]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2816
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2864]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2816]
-    pmulhw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2832]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm10, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm4, xmm10
@@ -6396,11 +6611,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2848]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2864]
-    pmulhw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2816]
-    pmulhw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2832]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm10, xmm9
@@ -6409,8 +6624,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm15, xmm8
     psraw        xmm15, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm8, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm6, [rax - 128]
+    pand         xmm8, [rax - 112]
     psubw        xmm6, xmm9
     psubw        xmm8, xmm15
     psllw        xmm9, 9
@@ -6421,8 +6637,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm15, xmm3
     psraw        xmm15, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm3, [rel pw_8191 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm3, [rax - 112]
     psubw        xmm2, xmm9
     psubw        xmm3, xmm15
     psllw        xmm9, 9
@@ -6436,11 +6652,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm2
     psubw        xmm8, xmm3
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2912]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 3008] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2880
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2928]
-    pmulhw       xmm6, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880]
-    pmulhw       xmm8, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2896]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm2, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm6, xmm2
@@ -6452,11 +6669,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm7, xmm12
     psubw        xmm11, xmm5
     movdqa       xmm5, xmm7
-    pmullw       xmm5, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2912]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm12, xmm11
-    pmullw       xmm12, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2928]
-    pmulhw       xmm7, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880]
-    pmulhw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2896]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm7, xmm5
@@ -6468,12 +6685,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm4
     psubw        xmm14, [rsp + 64]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2912]
+    pmullw       xmm4, [rax - 96]
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2928]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2896]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm4, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm1, xmm4
@@ -6489,11 +6706,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm14, xmm13
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2912]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2928]
-    pmulhw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880]
-    pmulhw       xmm14, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2896]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm10, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm4, xmm10
@@ -6525,8 +6742,9 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm5, 13
     movdqa       xmm6, xmm2
     psraw        xmm6, 13
-    pand         xmm1, [rel pw_8191]
-    pand         xmm2, [rel pw_8191 + 16]
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm1, [rax - 128]
+    pand         xmm2, [rax - 112]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     psllw        xmm5, 9
@@ -6540,11 +6758,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 3072] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2944
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6576,11 +6795,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6600,11 +6819,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6624,11 +6843,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6648,11 +6867,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6672,11 +6891,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6696,11 +6915,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6720,11 +6939,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2976]
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2992]
-    pmulhw       xmm1, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944]
-    pmulhw       xmm2, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2960]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6745,24 +6964,30 @@ kg_kyberr17681_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
 align 32
 kg_kyberr17681_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_17474]                ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_17474 + 16]           ; held in a register: read 16 times
+    movdqu       xmm6, [rel pw_1024]                 ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_1024 + 16]            ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_7681]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_7681 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -6770,15 +6995,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -6786,15 +7011,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -6802,15 +7027,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -6818,15 +7043,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -6834,15 +7059,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -6850,15 +7075,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -6866,15 +7091,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -6882,15 +7107,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -6898,15 +7123,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -6914,15 +7139,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -6930,15 +7155,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -6946,15 +7171,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -6962,15 +7187,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -6978,15 +7203,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -6994,15 +7219,15 @@ kg_kyberr17681_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7017,20 +7242,22 @@ kg_kyberr17681_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
 align 32
 kg_kyberr17681_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_8191]                 ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_8191 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7045,8 +7272,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7061,8 +7288,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7077,8 +7304,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7093,8 +7320,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7109,8 +7336,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7125,8 +7352,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7141,8 +7368,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7157,8 +7384,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7173,8 +7400,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7189,8 +7416,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7205,8 +7432,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7221,8 +7448,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7237,8 +7464,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7253,8 +7480,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7269,8 +7496,8 @@ kg_kyberr17681_reduce_special_sse:
     psraw        xmm2, 13
     movdqa       xmm3, xmm1
     psraw        xmm3, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm1, [rel pw_8191 + 16]
+    pand         xmm0, xmm4
+    pand         xmm1, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     psllw        xmm2, 9
@@ -7289,32 +7516,38 @@ kg_kyberr17681_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
 align 32
 kg_kyberr17681_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_7681]                 ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_7681 + 16]            ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_17474]                ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_17474 + 16]           ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_1024]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_1024 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -7322,23 +7555,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -7346,23 +7579,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -7370,23 +7603,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -7394,23 +7627,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -7418,23 +7651,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -7442,23 +7675,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -7466,23 +7699,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -7490,23 +7723,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -7514,23 +7747,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -7538,23 +7771,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -7562,23 +7795,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -7586,23 +7819,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -7610,23 +7843,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -7634,23 +7867,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -7658,23 +7891,23 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_17474]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_17474 + 16]
-    paddw        xmm2, [rel pw_1024]
-    paddw        xmm3, [rel pw_1024 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
-    pmullw       xmm2, [rel pw_7681]
-    pmullw       xmm3, [rel pw_7681 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_7681]
-    pand         xmm3, [rel pw_7681 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -7689,13 +7922,16 @@ kg_kyberr17681_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_sse.end - kg_kyberr17681_mulmod_shoup_sse)
 align 32
 kg_kyberr17681_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 7681
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7711,9 +7947,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -7733,9 +7969,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -7755,9 +7991,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -7777,9 +8013,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -7799,9 +8035,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -7821,9 +8057,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -7843,9 +8079,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -7865,9 +8101,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -7887,9 +8123,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -7909,9 +8145,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -7931,9 +8167,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -7953,9 +8189,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -7975,9 +8211,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -7997,9 +8233,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8019,9 +8255,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8041,9 +8277,9 @@ kg_kyberr17681_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_7681]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_7681 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1
@@ -8058,13 +8294,18 @@ kg_kyberr17681_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_sse.end - kg_kyberr17681_muladd_shoup_sse)
 align 32
 kg_kyberr17681_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
+    movdqu       xmm7, [rel pw_15362]                ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_15362 + 16]           ; held in a register: read 16 times
+    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 7681
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -8084,15 +8325,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -8116,15 +8357,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -8148,15 +8389,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -8180,15 +8421,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -8212,15 +8453,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -8244,15 +8485,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -8276,15 +8517,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -8308,15 +8549,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -8340,15 +8581,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -8372,15 +8613,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -8404,15 +8645,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -8436,15 +8677,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -8468,15 +8709,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -8500,15 +8741,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -8532,15 +8773,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_15362]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_15362 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_7681]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_7681 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -8564,15 +8805,15 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_15362]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_15362 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_7681]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_7681 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1

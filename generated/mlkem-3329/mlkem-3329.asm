@@ -697,7 +697,7 @@ section .text
 ;   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -711,7 +711,8 @@ kg_mlkem3329_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -730,208 +731,212 @@ kg_mlkem3329_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 128] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 0
+    vpmullw      ymm8, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
-    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpaddw       ymm10, ymm8, ymm2                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
-    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpaddw       ymm11, ymm8, ymm3                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
-    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpaddw       ymm12, ymm8, ymm4                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
-    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpaddw       ymm13, ymm8, ymm5                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm14, [rax - 96]
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm8, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpaddw       ymm15, ymm8, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_forward_twiddles_avx2]
+    vpmullw      ymm4, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm8, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm9, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm10, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm11, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm7, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm7, ymm15, [rax + 96]
+    vpmulhw      ymm15, ymm15, [rax + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm13, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 384] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 256
+    vpmullw      ymm14, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 256]
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm12, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 448]
+    vpmullw      ymm6, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 640] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpaddw       ymm15, ymm11, ymm7                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 576]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 640]
+    vpmullw      ymm14, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 704]
+    vpmullw      ymm8, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 768]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 896] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 768
+    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 832]
+    vpmullw      ymm9, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -954,54 +959,57 @@ kg_mlkem3329_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 960]
+    vpmullw      ymm4, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vmovdqu      ymm9, [rel pw_3329]                 ; reload
-    vpmulhw      ymm4, ymm4, ymm9
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1024]
-    vpmulhw      ymm5, ymm5, ymm9
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 1024
+    vpmullw      ymm5, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1088]
+    vpmullw      ymm13, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1152]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1216]
+    vpmullw      ymm11, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1280]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 1280
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1344]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1408]
+    vpmullw      ymm8, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -1024,54 +1032,57 @@ kg_mlkem3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmullw      ymm9, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1472]
+    vpmullw      ymm9, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vmovdqu      ymm14, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm14, [rax - 128]                  ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1536]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 1536
+    vpmullw      ymm8, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1600]
-    vpmulhw      ymm6, ymm6, ymm14
+    vpmullw      ymm6, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmulhw      ymm6, ymm14, ymm6
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1696]
-    vpmulhw      ymm15, ymm15, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1664]
-    vpmulhw      ymm7, ymm7, ymm14
+    vpmullw      ymm7, ymm15, [rax + 32]
+    vpmulhw      ymm15, ymm15, [rax]
+    vpmulhw      ymm7, ymm14, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1728]
+    vpmullw      ymm15, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1792]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 1792
+    vpmullw      ymm13, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
     vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1856]
+    vpmullw      ymm11, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1920]
+    vpmullw      ymm12, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
@@ -1094,54 +1105,57 @@ kg_mlkem3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm11, ymm2
     vpunpcklwd   ymm11, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    vpmullw      ymm14, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2016]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 1984]
+    vpmullw      ymm14, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm11                   ; spill
-    vmovdqu      ymm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm11, [rax - 128]                  ; reload
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
     vpsubw       ymm4, ymm12, ymm4
-    vpmullw      ymm12, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2080]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2048]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 2048
+    vpmullw      ymm12, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm9, ymm5                   ; layer 6
     vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2144]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2112]
+    vpmullw      ymm9, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm11
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2208]
-    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2176]
+    vpmullw      ymm10, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2240]
+    vpmullw      ymm8, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm11
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm7, ymm3                    ; layer 6
     vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2304]
-    vpmulhw      ymm7, ymm7, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx2 near byte 2304
+    vpmullw      ymm7, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm15, ymm1                   ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2368]
+    vpmullw      ymm15, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm13, ymm2                  ; layer 6
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2464]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_forward_twiddles_avx2 + 2432]
+    vpmullw      ymm13, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
@@ -1199,136 +1213,178 @@ kg_mlkem3329_ntt_forward_avx2:
     vperm2i128   ymm2, ymm8, ymm2, 49
     vperm2i128   ymm8, ymm7, ymm0, 32
     vperm2i128   ymm0, ymm7, ymm0, 49
-    vpmulhw      ymm7, ymm15, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm7, ymm15, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm15, ymm7
     vpsraw       ymm15, ymm7, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm7, ymm7, ymm15
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpmulhw      ymm7, ymm15, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm7, ymm7, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm7, ymm15, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
     vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm15, ymm7
     vpsraw       ymm15, ymm7, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm7, ymm7, ymm15
-    vpmulhw      ymm15, ymm4, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm7, ymm15, ymm7
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm4, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm4, ymm4, ymm15
     vpsraw       ymm15, ymm4, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm4, ymm4, ymm15
-    vpmulhw      ymm15, ymm13, [rel pw_20159]        ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm4, ymm15, ymm4
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm13, [rax - 128]           ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm13, ymm13, ymm15
     vpsraw       ymm15, ymm13, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm13, ymm13, ymm15
-    vpmulhw      ymm15, ymm14, [rel pw_20159]        ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm14, [rax - 128]           ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm14, ymm14, ymm15
     vpsraw       ymm15, ymm14, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm14, ymm14, ymm15
-    vpmulhw      ymm15, ymm5, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm5, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm5, ymm5, ymm15
     vpsraw       ymm15, ymm5, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm5, ymm5, ymm15
-    vpmulhw      ymm15, ymm11, [rel pw_20159]        ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm5, ymm15, ymm5
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm11, [rax - 128]           ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm11, ymm11, ymm15
     vpsraw       ymm15, ymm11, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm11, ymm11, ymm15
-    vpmulhw      ymm15, ymm6, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm6, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm6, ymm6, ymm15
     vpsraw       ymm15, ymm6, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm6, ymm6, ymm15
-    vpmulhw      ymm15, ymm12, [rel pw_20159]        ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm6, ymm15, ymm6
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm12, [rax - 128]           ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm12, ymm12, ymm15
     vpsraw       ymm15, ymm12, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm12, ymm12, ymm15
-    vpmulhw      ymm15, ymm3, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm3, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm3, ymm3, ymm15
     vpsraw       ymm15, ymm3, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm3, ymm3, ymm15
-    vpmulhw      ymm15, ymm9, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm3, ymm15, ymm3
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm9, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm9, ymm9, ymm15
     vpsraw       ymm15, ymm9, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm9, ymm9, ymm15
-    vpmulhw      ymm15, ymm1, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm1, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm1, ymm1, ymm15
     vpsraw       ymm15, ymm1, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm1, ymm1, ymm15
-    vpmulhw      ymm15, ymm10, [rel pw_20159]        ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm1, ymm15, ymm1
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm10, [rax - 128]           ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm10, ymm10, ymm15
     vpsraw       ymm15, ymm10, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm10, ymm10, ymm15
-    vpmulhw      ymm15, ymm2, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm2, [rax - 128]            ; freeze: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm2, ymm2, ymm15
     vpsraw       ymm15, ymm2, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm2, ymm2, ymm15
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm2, ymm15, ymm2
     vpmulhw      ymm15, ymm8, [rel pw_20159]         ; freeze: the output range asked for
     vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm8, ymm8, ymm15
     vpsraw       ymm15, ymm8, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
+    vpand        ymm15, ymm15, [rax - 128]
     vpaddw       ymm8, ymm8, ymm15
     vpmulhw      ymm15, ymm0, [rel pw_20159]         ; freeze: the output range asked for
     vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm0, ymm0, ymm15
     vpsraw       ymm15, ymm0, 15
-    vpand        ymm15, ymm15, [rel pw_3329]
-    vpaddw       ymm0, ymm0, ymm15
+    vpand        ymm15, ymm15, [rax - 128]
+    vpaddw       ymm0, ymm15, ymm0
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqu      [rdi], ymm15
     vmovdqu      [rdi + 32], ymm7
@@ -1360,17 +1416,19 @@ kg_mlkem3329_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_avx2.end - kg_mlkem3329_basemul_avx2)
 align 32
 kg_mlkem3329_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm5, [rel pw_m3327]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_avx2 + 128] ; addresses kg_mlkem3329_basemul_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1381,14 +1439,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
     vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 64]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1399,14 +1457,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
     vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 128]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1417,14 +1475,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
     vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 192]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1435,14 +1493,15 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 288]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 256]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_avx2 + 384] ; addresses kg_mlkem3329_basemul_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1453,14 +1512,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
     vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 320]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1471,14 +1530,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
     vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 416]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 384]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1489,14 +1548,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
     vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 480]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 448]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1507,14 +1566,15 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 544]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 512]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_avx2 + 640] ; addresses kg_mlkem3329_basemul_zetas_avx2 near byte 512
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1525,14 +1585,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
     vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 608]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1543,14 +1603,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
     vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 672]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 640]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1561,14 +1621,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
     vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 736]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 704]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1579,14 +1639,15 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 800]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 768]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_avx2 + 896] ; addresses kg_mlkem3329_basemul_zetas_avx2 near byte 768
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1597,14 +1658,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
     vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 864]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 832]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1615,14 +1676,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
     vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 928]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 896]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1633,14 +1694,14 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
     vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 992]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_zetas_avx2 + 960]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1651,7 +1712,7 @@ kg_mlkem3329_basemul_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm5
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
@@ -1668,17 +1729,19 @@ kg_mlkem3329_basemul_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc2_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_avx2.end - kg_mlkem3329_basemul_acc2_avx2)
 align 32
 kg_mlkem3329_basemul_acc2_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm7, [rel pw_m3327]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 32]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 128] ; addresses kg_mlkem3329_basemul_acc2_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1687,8 +1750,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 512]
     vmovdqu      ymm4, [rdx + 512]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1701,14 +1764,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
     vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 96]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 64]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1717,8 +1780,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 544]
     vmovdqu      ymm4, [rdx + 544]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1731,14 +1794,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
     vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 160]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 128]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1747,8 +1810,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 576]
     vmovdqu      ymm4, [rdx + 576]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1761,14 +1824,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
     vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 224]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 192]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1777,8 +1840,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 608]
     vmovdqu      ymm4, [rdx + 608]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1791,14 +1854,15 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 288]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 256]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 384] ; addresses kg_mlkem3329_basemul_acc2_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1807,8 +1871,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 640]
     vmovdqu      ymm4, [rdx + 640]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1821,14 +1885,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
     vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 352]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 320]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1837,8 +1901,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 672]
     vmovdqu      ymm4, [rdx + 672]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1851,14 +1915,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
     vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 416]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 384]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1867,8 +1931,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 704]
     vmovdqu      ymm4, [rdx + 704]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1881,14 +1945,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
     vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 480]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 448]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1897,8 +1961,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 736]
     vmovdqu      ymm4, [rdx + 736]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1911,14 +1975,15 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 544]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 512]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 640] ; addresses kg_mlkem3329_basemul_acc2_zetas_avx2 near byte 512
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1927,8 +1992,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 768]
     vmovdqu      ymm4, [rdx + 768]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1941,14 +2006,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
     vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 608]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1957,8 +2022,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 800]
     vmovdqu      ymm4, [rdx + 800]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -1971,14 +2036,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
     vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 672]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 640]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -1987,8 +2052,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 832]
     vmovdqu      ymm4, [rdx + 832]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2001,14 +2066,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
     vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 736]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 704]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2017,8 +2082,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 864]
     vmovdqu      ymm4, [rdx + 864]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2031,14 +2096,15 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 800]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 768]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 896] ; addresses kg_mlkem3329_basemul_acc2_zetas_avx2 near byte 768
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2047,8 +2113,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 896]
     vmovdqu      ymm4, [rdx + 896]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2061,14 +2127,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
     vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 864]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 832]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2077,8 +2143,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 928]
     vmovdqu      ymm4, [rdx + 928]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2091,14 +2157,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
     vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 928]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 896]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2107,8 +2173,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 960]
     vmovdqu      ymm4, [rdx + 960]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2121,14 +2187,14 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
     vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 992]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 960]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2137,8 +2203,8 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 992]
     vmovdqu      ymm4, [rdx + 992]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc2_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2151,7 +2217,7 @@ kg_mlkem3329_basemul_acc2_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
@@ -2168,17 +2234,19 @@ kg_mlkem3329_basemul_acc2_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc3_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_avx2.end - kg_mlkem3329_basemul_acc3_avx2)
 align 32
 kg_mlkem3329_basemul_acc3_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm7, [rel pw_m3327]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 32]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 128] ; addresses kg_mlkem3329_basemul_acc3_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2187,8 +2255,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 512]
     vmovdqu      ymm4, [rdx + 512]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2199,8 +2267,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1024]
     vmovdqu      ymm4, [rdx + 1024]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2213,14 +2281,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
     vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 96]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 64]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2229,8 +2297,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 544]
     vmovdqu      ymm4, [rdx + 544]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2241,8 +2309,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1056]
     vmovdqu      ymm4, [rdx + 1056]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2255,14 +2323,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
     vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 160]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 128]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2271,8 +2339,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 576]
     vmovdqu      ymm4, [rdx + 576]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2283,8 +2351,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1088]
     vmovdqu      ymm4, [rdx + 1088]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2297,14 +2365,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
     vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 224]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 192]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2313,8 +2381,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 608]
     vmovdqu      ymm4, [rdx + 608]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2325,8 +2393,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1120]
     vmovdqu      ymm4, [rdx + 1120]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2339,14 +2407,15 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 288]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 256]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 384] ; addresses kg_mlkem3329_basemul_acc3_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2355,8 +2424,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 640]
     vmovdqu      ymm4, [rdx + 640]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2367,8 +2436,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1152]
     vmovdqu      ymm4, [rdx + 1152]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2381,14 +2450,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
     vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 352]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 320]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2397,8 +2466,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 672]
     vmovdqu      ymm4, [rdx + 672]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2409,8 +2478,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1184]
     vmovdqu      ymm4, [rdx + 1184]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2423,14 +2492,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
     vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 416]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 384]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2439,8 +2508,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 704]
     vmovdqu      ymm4, [rdx + 704]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2451,8 +2520,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1216]
     vmovdqu      ymm4, [rdx + 1216]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2465,14 +2534,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
     vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 480]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 448]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2481,8 +2550,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 736]
     vmovdqu      ymm4, [rdx + 736]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2493,8 +2562,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1248]
     vmovdqu      ymm4, [rdx + 1248]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2507,14 +2576,15 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 544]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 512]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 640] ; addresses kg_mlkem3329_basemul_acc3_zetas_avx2 near byte 512
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2523,8 +2593,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 768]
     vmovdqu      ymm4, [rdx + 768]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2535,8 +2605,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1280]
     vmovdqu      ymm4, [rdx + 1280]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2549,14 +2619,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
     vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 608]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2565,8 +2635,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 800]
     vmovdqu      ymm4, [rdx + 800]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2577,8 +2647,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1312]
     vmovdqu      ymm4, [rdx + 1312]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2591,14 +2661,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
     vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 672]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 640]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2607,8 +2677,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 832]
     vmovdqu      ymm4, [rdx + 832]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2619,8 +2689,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1344]
     vmovdqu      ymm4, [rdx + 1344]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2633,14 +2703,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
     vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 736]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 704]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2649,8 +2719,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 864]
     vmovdqu      ymm4, [rdx + 864]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2661,8 +2731,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1376]
     vmovdqu      ymm4, [rdx + 1376]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2675,14 +2745,15 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 800]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 768]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 896] ; addresses kg_mlkem3329_basemul_acc3_zetas_avx2 near byte 768
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2691,8 +2762,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 896]
     vmovdqu      ymm4, [rdx + 896]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2703,8 +2774,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1408]
     vmovdqu      ymm4, [rdx + 1408]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2717,14 +2788,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
     vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 864]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 832]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2733,8 +2804,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 928]
     vmovdqu      ymm4, [rdx + 928]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2745,8 +2816,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1440]
     vmovdqu      ymm4, [rdx + 1440]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2759,14 +2830,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
     vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 928]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 896]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2775,8 +2846,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 960]
     vmovdqu      ymm4, [rdx + 960]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2787,8 +2858,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1472]
     vmovdqu      ymm4, [rdx + 1472]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2801,14 +2872,14 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
     vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 992]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 960]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2817,8 +2888,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 992]
     vmovdqu      ymm4, [rdx + 992]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2829,8 +2900,8 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1504]
     vmovdqu      ymm4, [rdx + 1504]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc3_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2843,7 +2914,7 @@ kg_mlkem3329_basemul_acc3_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
@@ -2860,17 +2931,19 @@ kg_mlkem3329_basemul_acc3_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_avx2.end - kg_mlkem3329_basemul_acc4_avx2)
 align 32
 kg_mlkem3329_basemul_acc4_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm7, [rel pw_m3327]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 32]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 128] ; addresses kg_mlkem3329_basemul_acc4_zetas_avx2 near byte 0
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2879,8 +2952,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 512]
     vmovdqu      ymm4, [rdx + 512]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2891,8 +2964,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1024]
     vmovdqu      ymm4, [rdx + 1024]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2903,8 +2976,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1536]
     vmovdqu      ymm4, [rdx + 1536]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 32]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2917,14 +2990,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
     vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 96]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 64]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2933,8 +3006,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 544]
     vmovdqu      ymm4, [rdx + 544]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2945,8 +3018,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1056]
     vmovdqu      ymm4, [rdx + 1056]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2957,8 +3030,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1568]
     vmovdqu      ymm4, [rdx + 1568]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 96]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2971,14 +3044,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
     vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 160]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 128]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -2987,8 +3060,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 576]
     vmovdqu      ymm4, [rdx + 576]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -2999,8 +3072,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1088]
     vmovdqu      ymm4, [rdx + 1088]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3011,8 +3084,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1600]
     vmovdqu      ymm4, [rdx + 1600]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 160]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 128]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3025,14 +3098,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
     vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 224]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 192]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3041,8 +3114,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 608]
     vmovdqu      ymm4, [rdx + 608]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3053,8 +3126,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1120]
     vmovdqu      ymm4, [rdx + 1120]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3065,8 +3138,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1632]
     vmovdqu      ymm4, [rdx + 1632]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 224]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 192]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3079,14 +3152,15 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 288]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 256]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 384] ; addresses kg_mlkem3329_basemul_acc4_zetas_avx2 near byte 256
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3095,8 +3169,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 640]
     vmovdqu      ymm4, [rdx + 640]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3107,8 +3181,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1152]
     vmovdqu      ymm4, [rdx + 1152]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3119,8 +3193,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1664]
     vmovdqu      ymm4, [rdx + 1664]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 288]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 256]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3133,14 +3207,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
     vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 352]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 320]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3149,8 +3223,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 672]
     vmovdqu      ymm4, [rdx + 672]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3161,8 +3235,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1184]
     vmovdqu      ymm4, [rdx + 1184]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3173,8 +3247,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1696]
     vmovdqu      ymm4, [rdx + 1696]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 352]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 320]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3187,14 +3261,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
     vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 416]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 384]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3203,8 +3277,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 704]
     vmovdqu      ymm4, [rdx + 704]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3215,8 +3289,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1216]
     vmovdqu      ymm4, [rdx + 1216]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3227,8 +3301,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1728]
     vmovdqu      ymm4, [rdx + 1728]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 416]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 384]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3241,14 +3315,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
     vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 480]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 448]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3257,8 +3331,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 736]
     vmovdqu      ymm4, [rdx + 736]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3269,8 +3343,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1248]
     vmovdqu      ymm4, [rdx + 1248]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3281,8 +3355,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1760]
     vmovdqu      ymm4, [rdx + 1760]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 480]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 448]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3295,14 +3369,15 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 544]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 512]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 640] ; addresses kg_mlkem3329_basemul_acc4_zetas_avx2 near byte 512
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3311,8 +3386,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 768]
     vmovdqu      ymm4, [rdx + 768]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3323,8 +3398,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1280]
     vmovdqu      ymm4, [rdx + 1280]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3335,8 +3410,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1792]
     vmovdqu      ymm4, [rdx + 1792]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 544]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 512]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3349,14 +3424,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
     vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 608]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3365,8 +3440,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 800]
     vmovdqu      ymm4, [rdx + 800]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3377,8 +3452,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1312]
     vmovdqu      ymm4, [rdx + 1312]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3389,8 +3464,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1824]
     vmovdqu      ymm4, [rdx + 1824]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 608]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 576]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3403,14 +3478,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
     vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 672]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 640]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3419,8 +3494,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 832]
     vmovdqu      ymm4, [rdx + 832]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3431,8 +3506,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1344]
     vmovdqu      ymm4, [rdx + 1344]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3443,8 +3518,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1856]
     vmovdqu      ymm4, [rdx + 1856]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 672]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3457,14 +3532,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
     vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 736]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 704]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3473,8 +3548,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 864]
     vmovdqu      ymm4, [rdx + 864]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3485,8 +3560,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1376]
     vmovdqu      ymm4, [rdx + 1376]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3497,8 +3572,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1888]
     vmovdqu      ymm4, [rdx + 1888]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 736]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 704]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3511,14 +3586,15 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 800]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 768]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 896] ; addresses kg_mlkem3329_basemul_acc4_zetas_avx2 near byte 768
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm4, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3527,8 +3603,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 896]
     vmovdqu      ymm4, [rdx + 896]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3539,8 +3615,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1408]
     vmovdqu      ymm4, [rdx + 1408]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3551,8 +3627,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1920]
     vmovdqu      ymm4, [rdx + 1920]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 800]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 768]
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm6, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3565,14 +3641,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
     vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 864]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 832]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm4, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3581,8 +3657,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 928]
     vmovdqu      ymm4, [rdx + 928]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3593,8 +3669,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1440]
     vmovdqu      ymm4, [rdx + 1440]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3605,8 +3681,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1952]
     vmovdqu      ymm4, [rdx + 1952]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 864]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 832]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm6, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3619,14 +3695,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
     vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 928]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 896]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm4, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3635,8 +3711,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 960]
     vmovdqu      ymm4, [rdx + 960]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3647,8 +3723,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1472]
     vmovdqu      ymm4, [rdx + 1472]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3659,8 +3735,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1984]
     vmovdqu      ymm4, [rdx + 1984]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 928]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 896]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm6, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3673,14 +3749,14 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
     vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 992]
-    vpmulhw      ymm4, ymm2, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 960]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm4, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpshuflw     ymm2, ymm2, 177
@@ -3689,8 +3765,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpmaddwd     ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 992]
     vmovdqu      ymm4, [rdx + 992]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3701,8 +3777,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 1504]
     vmovdqu      ymm4, [rdx + 1504]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3713,8 +3789,8 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [rsi + 2016]
     vmovdqu      ymm4, [rdx + 2016]
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 992]
-    vpmulhw      ymm6, ymm4, [rel kg_mlkem3329_basemul_acc4_zetas_avx2 + 960]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm6, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpshuflw     ymm4, ymm4, 177
@@ -3727,7 +3803,7 @@ kg_mlkem3329_basemul_acc4_avx2:
     vpblendw     ymm2, ymm3, ymm2, 170
     vpsrld       ymm3, ymm3, 16
     vpblendw     ymm1, ymm3, ymm1, 170
-    vpmullw      ymm2, ymm2, [rel pw_m3327]
+    vpmullw      ymm2, ymm2, ymm7
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
@@ -3743,7 +3819,7 @@ kg_mlkem3329_basemul_acc4_avx2:
 ;   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -3759,7 +3835,8 @@ kg_mlkem3329_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -3848,72 +3925,92 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpblendd     ymm11, ymm11, ymm13, 170
     vpaddw       ymm13, ymm15, ymm0                  ; layer 6
     vpsubw       ymm0, ymm15, ymm0
-    vpmullw      ymm15, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 32]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 0
+    vpmullw      ymm15, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
     vmovdqa      [rsp + 32], ymm11                   ; spill
-    vmovdqu      ymm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vmovdqu      ymm11, [rax - 128]                  ; reload
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm0, ymm0, ymm15
-    vpmullw      ymm15, ymm13, [rel pw_m10079]
-    vpmulhw      ymm13, ymm13, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm15, ymm13, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm13, ymm13, ymm15
     vpaddw       ymm15, ymm14, ymm1                  ; layer 6
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 96]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 64]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 64
+    vpmullw      ymm14, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm1, ymm1, ymm14
-    vpmullw      ymm14, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm14, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 128]
-    vpmulhw      ymm3, ymm3, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm3, ymm11, ymm3
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
-    vpmulhw      ymm3, ymm3, ymm11
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm3, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm3, ymm11, ymm3
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 224]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 192]
-    vpmulhw      ymm5, ymm5, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm5, ymm11, ymm5
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
-    vpmulhw      ymm5, ymm5, ymm11
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm5, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm5, ymm11, ymm5
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 288]
-    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 256]
-    vpmulhw      ymm7, ymm7, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm7, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
-    vpmulhw      ymm7, ymm7, ymm11
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm7, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm7                    ; spill
     vpaddw       ymm7, ymm15, ymm9                   ; layer 6
     vpsubw       ymm9, ymm15, ymm9
-    vpmullw      ymm15, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 352]
-    vpmulhw      ymm9, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm15, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm9, ymm9, ymm15
-    vpmullw      ymm15, ymm7, [rel pw_m10079]
-    vpmulhw      ymm7, ymm7, [rel pw_1441]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm15, ymm7, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm7, ymm7, ymm15
     vpaddw       ymm15, ymm10, ymm8                  ; layer 6
     vpsubw       ymm8, ymm10, ymm8
-    vpmullw      ymm10, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 416]
-    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm10, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm8, ymm8, ymm10
     vpmullw      ymm10, ymm15, [rel pw_m10079]
@@ -3923,8 +4020,8 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm15, ymm12, [rsp + 32]            ; layer 6
     vpsubw       ymm12, ymm12, [rsp + 32]
     vmovdqa      [rsp + 32], ymm10                   ; spill
-    vpmullw      ymm10, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 480]
-    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448]
+    vpmullw      ymm10, ymm12, [rax - 32]
+    vpmulhw      ymm12, ymm12, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm10, ymm12, ymm10
     vpmullw      ymm12, ymm15, [rel pw_m10079]
@@ -3969,54 +4066,56 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpblendd     ymm10, ymm12, ymm10, 170
     vpaddw       ymm12, ymm15, ymm0                  ; layer 5
     vpsubw       ymm0, ymm15, ymm0
-    vpmullw      ymm15, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 544]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 512]
+    vpmullw      ymm15, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm0, ymm0, ymm15
     vpaddw       ymm15, ymm13, ymm1                  ; layer 5
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 608]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 576]
+    vpmullw      ymm13, ymm1, [rax + 96]
+    vpmulhw      ymm1, ymm1, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm11
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 5
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 640]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm14, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm2, ymm2, ymm14
     vmovdqa      ymm14, [rsp]                        ; reload
     vmovdqa      [rsp + 32], ymm2                    ; spill
     vpaddw       ymm2, ymm14, ymm4                   ; layer 5
     vpsubw       ymm4, ymm14, ymm4
-    vpmullw      ymm14, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 736]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 704]
+    vpmullw      ymm14, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm5, ymm3                   ; layer 5
     vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 800]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 768]
-    vpmulhw      ymm5, ymm5, ymm11
+    vpmullw      ymm5, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
+    vpmulhw      ymm5, ymm11, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vmovdqa      ymm5, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm3                         ; spill
     vpaddw       ymm3, ymm5, ymm7                    ; layer 5
     vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 832]
-    vpmulhw      ymm7, ymm7, ymm11
+    vpmullw      ymm7, ymm5, [rax + 96]
+    vpmulhw      ymm5, ymm5, [rax + 64]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm5, ymm5, ymm7
     vpaddw       ymm7, ymm9, ymm6                    ; layer 5
     vpsubw       ymm6, ymm9, ymm6
-    vpmullw      ymm9, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 928]
-    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 896]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 896
+    vpmullw      ymm9, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm11
     vpsubw       ymm6, ymm6, ymm9
     vpaddw       ymm9, ymm8, ymm10                   ; layer 5
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 992]
-    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 960]
+    vpmullw      ymm10, ymm8, [rax - 32]
+    vpmulhw      ymm8, ymm8, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm8, ymm8, ymm10
     vpunpcklqdq  ymm10, ymm12, ymm0
@@ -4039,53 +4138,55 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpunpckhqdq  ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm0                   ; layer 4
     vpsubw       ymm0, ymm10, ymm0
-    vpmullw      ymm10, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1056]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1024]
+    vpmullw      ymm10, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm0, ymm0, ymm10
     vpaddw       ymm10, ymm12, ymm1                  ; layer 4
     vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1120]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1088]
+    vpmullw      ymm12, ymm1, [rax + 96]
+    vpmulhw      ymm1, ymm1, [rax + 64]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm15, [rsp + 32]            ; layer 4
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm12                   ; spill
-    vpmullw      ymm12, ymm15, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1184]
-    vpmulhw      ymm15, ymm15, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1152]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmullw      ymm12, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm12, ymm15, ymm12
     vpaddw       ymm15, ymm13, ymm2                  ; layer 4
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1248]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1216]
+    vpmullw      ymm13, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm11
     vpsubw       ymm2, ymm2, ymm13
     vmovdqa      ymm13, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm13, ymm14                  ; layer 4
     vpsubw       ymm13, ymm13, ymm14
-    vpmullw      ymm14, ymm13, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1312]
-    vpmulhw      ymm13, ymm13, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1280]
+    vpmullw      ymm14, ymm13, [rax + 32]
+    vpmulhw      ymm13, ymm13, [rax]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm13, ymm13, ymm14
     vpaddw       ymm14, ymm4, ymm3                   ; layer 4
     vpsubw       ymm3, ymm4, ymm3
-    vpmullw      ymm4, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1376]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1344]
-    vpmulhw      ymm4, ymm4, ymm11
+    vpmullw      ymm4, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
+    vpmulhw      ymm4, ymm11, ymm4
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 4
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1440]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1408]
-    vpmulhw      ymm6, ymm6, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm6, ymm11, ymm6
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 4
+    vpaddw       ymm6, ymm8, ymm7                    ; layer 4
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1504]
-    vpmulhw      ymm7, ymm7, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1472]
+    vpmullw      ymm8, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm11
     vpsubw       ymm7, ymm7, ymm8
     vperm2i128   ymm8, ymm9, ymm0, 32
@@ -4109,78 +4210,83 @@ kg_mlkem3329_ntt_inverse_avx2:
     vperm2i128   ymm6, ymm6, ymm7, 49
     vpaddw       ymm7, ymm8, ymm0                    ; layer 3
     vpsubw       ymm0, ymm8, ymm0
-    vpmullw      ymm8, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1568]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1536]
+    vpmullw      ymm8, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm8, ymm8, ymm11
     vpsubw       ymm0, ymm0, ymm8
     vpaddw       ymm8, ymm9, [rsp]                   ; layer 3
     vpsubw       ymm9, ymm9, [rsp]
     vmovdqa      [rsp], ymm0                         ; spill
-    vpmullw      ymm0, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1632]
-    vpmulhw      ymm9, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1600]
-    vpmulhw      ymm0, ymm0, ymm11
+    vpmullw      ymm0, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
+    vpmulhw      ymm0, ymm11, ymm0
     vpsubw       ymm0, ymm9, ymm0
-    vpaddw       ymm9, ymm1, ymm10                   ; layer 3
+    vpaddw       ymm9, ymm10, ymm1                   ; layer 3
     vpsubw       ymm1, ymm1, ymm10
-    vpmullw      ymm10, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1664]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm1, ymm1, ymm10
     vmovdqa      ymm10, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm10, ymm15                  ; layer 3
     vpsubw       ymm10, ymm10, ymm15
-    vpmullw      ymm15, ymm10, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm10, ymm10, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1728]
+    vpmullw      ymm15, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm10, ymm10, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 3
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1824]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1792]
+    vpmullw      ymm12, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm13, ymm3                  ; layer 3
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1856]
+    vpmullw      ymm13, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm11
     vpsubw       ymm3, ymm3, ymm13
     vpaddw       ymm13, ymm14, ymm4                  ; layer 3
     vpsubw       ymm4, ymm14, ymm4
-    vpmullw      ymm14, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1952]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1920]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1920
+    vpmullw      ymm14, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm5, ymm6                   ; layer 3
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2016]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1984]
-    vpmulhw      ymm6, ymm6, ymm11
+    vpmullw      ymm6, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmulhw      ymm6, ymm11, ymm6
     vpsubw       ymm5, ymm5, ymm6
     vpsraw       ymm6, ymm7, 12                      ; special: before layer 2
-    vpand        ymm7, ymm7, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm6
     vmovdqa      [rsp + 64], ymm4                    ; spill
     vpsllw       ymm4, ymm6, 8
     vpsubw       ymm4, ymm7, ymm4
     vpsllw       ymm6, ymm6, 10
     vpaddw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm4, ymm8                    ; layer 2
+    vpaddw       ymm6, ymm8, ymm4                    ; layer 2
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm7, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048]
-    vpmulhw      ymm7, ymm7, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmullw      ymm7, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm8, ymm7, ymm0                    ; layer 2
     vpsubw       ymm0, ymm7, ymm0
-    vpmullw      ymm7, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048]
-    vpmulhw      ymm7, ymm7, ymm11
+    vpmullw      ymm7, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm0, ymm0, ymm7
     vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
-    vpand        ymm9, ymm9, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
     vpsubw       ymm9, ymm9, ymm7
     vmovdqa      [rsp], ymm0                         ; spill
     vpsllw       ymm0, ymm7, 8
@@ -4189,59 +4295,65 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm0, ymm0, ymm7
     vpaddw       ymm7, ymm0, ymm1                    ; layer 2
     vpsubw       ymm0, ymm0, ymm1
-    vpmullw      ymm1, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2112]
-    vpmulhw      ymm1, ymm1, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmullw      ymm1, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmulhw      ymm1, ymm11, ymm1
     vpsubw       ymm0, ymm0, ymm1
     vmovdqa      ymm1, [rsp + 32]                    ; reload
-    vpaddw       ymm9, ymm1, ymm10                   ; layer 2
+    vpaddw       ymm9, ymm10, ymm1                   ; layer 2
     vpsubw       ymm1, ymm1, ymm10
-    vpmullw      ymm10, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2112]
+    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm1, ymm1, ymm10
     vpsraw       ymm10, ymm15, 12                    ; special: before layer 2
-    vpand        ymm15, ymm15, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm15, ymm15, [rax - 128]
     vpsubw       ymm15, ymm15, ymm10
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpsllw       ymm1, ymm10, 8
     vpsubw       ymm1, ymm15, ymm1
     vpsllw       ymm10, ymm10, 10
-    vpaddw       ymm1, ymm1, ymm10
-    vpaddw       ymm10, ymm1, ymm12                  ; layer 2
+    vpaddw       ymm1, ymm10, ymm1
+    vpaddw       ymm10, ymm12, ymm1                  ; layer 2
     vpsubw       ymm1, ymm1, ymm12
-    vpmullw      ymm12, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2176]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2176
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm2, ymm3                   ; layer 2
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2176]
-    vpmulhw      ymm3, ymm3, ymm11
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm3, ymm11, ymm3
     vpsubw       ymm2, ymm2, ymm3
     vpsraw       ymm3, ymm13, 12                     ; special: before layer 2
-    vpand        ymm13, ymm13, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm13, ymm3
     vpsllw       ymm15, ymm3, 8
     vpsubw       ymm13, ymm13, ymm15
     vpsllw       ymm3, ymm3, 10
     vpaddw       ymm3, ymm13, ymm3
-    vpaddw       ymm13, ymm3, ymm14                  ; layer 2
+    vpaddw       ymm13, ymm14, ymm3                  ; layer 2
     vpsubw       ymm3, ymm3, ymm14
-    vpmullw      ymm14, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmullw      ymm14, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm3, ymm3, ymm14
     vmovdqa      ymm14, [rsp + 64]                   ; reload
     vpaddw       ymm15, ymm14, ymm5                  ; layer 2
     vpsubw       ymm5, ymm14, ymm5
-    vpmullw      ymm14, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240]
+    vpmullw      ymm14, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm5, ymm5, ymm14
     vpsraw       ymm14, ymm6, 12                     ; special: before layer 1
-    vpand        ymm6, ymm6, [rel pw_4095]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm6, ymm6, [rax - 128]
     vpsubw       ymm6, ymm6, ymm14
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpsllw       ymm2, ymm14, 8
@@ -4249,7 +4361,7 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpsllw       ymm6, ymm14, 10
     vpaddw       ymm2, ymm2, ymm6
     vpsraw       ymm6, ymm7, 12                      ; special: before layer 1
-    vpand        ymm7, ymm7, [rel pw_4095]
+    vpand        ymm7, ymm7, [rax - 128]
     vpsubw       ymm7, ymm7, ymm6
     vpsllw       ymm14, ymm6, 8
     vpsubw       ymm7, ymm7, ymm14
@@ -4257,29 +4369,30 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm6, ymm7, ymm6
     vpaddw       ymm7, ymm2, ymm6                    ; layer 1
     vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm2, ymm2, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304]
-    vpmulhw      ymm6, ymm6, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmullw      ymm6, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm6, ymm11, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm8, ymm9                    ; layer 1
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304]
+    vpmullw      ymm9, ymm8, [rax - 96]
+    vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm11
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm4, ymm0                    ; layer 1
     vpsubw       ymm0, ymm4, ymm0
-    vpmullw      ymm4, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304]
-    vpmulhw      ymm4, ymm4, ymm11
+    vpmullw      ymm4, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmulhw      ymm4, ymm11, ymm4
     vpsubw       ymm0, ymm0, ymm4
     vmovdqa      ymm4, [rsp]                         ; reload
     vpaddw       ymm14, ymm4, [rsp + 32]             ; layer 1
     vpsubw       ymm4, ymm4, [rsp + 32]
     vmovdqa      [rsp + 32], ymm0                    ; spill
-    vpmullw      ymm0, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304]
-    vpmulhw      ymm0, ymm0, ymm11
+    vpmullw      ymm0, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm0, ymm11, ymm0
     vpsubw       ymm0, ymm4, ymm0
     vpsraw       ymm4, ymm10, 12                     ; special: before layer 1
     vpand        ymm10, ymm10, [rel pw_4095]
@@ -4298,163 +4411,205 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm4, ymm10, ymm4
     vpaddw       ymm10, ymm0, ymm4                   ; layer 1
     vpsubw       ymm0, ymm0, ymm4
-    vpmullw      ymm4, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368]
-    vpmulhw      ymm4, ymm4, ymm11
+    vpmullw      ymm4, ymm0, [rax - 32]
+    vpmulhw      ymm0, ymm0, [rax - 64]
+    vpmulhw      ymm4, ymm11, ymm4
     vpsubw       ymm0, ymm0, ymm4
     vpaddw       ymm4, ymm12, ymm15                  ; layer 1
     vpsubw       ymm12, ymm12, ymm15
-    vpmullw      ymm13, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm13, ymm12, [rax - 32]
+    vpmulhw      ymm12, ymm12, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm11
     vpsubw       ymm12, ymm12, ymm13
     vpaddw       ymm13, ymm1, ymm3                   ; layer 1
     vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368]
-    vpmulhw      ymm3, ymm3, ymm11
+    vpmullw      ymm3, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
+    vpmulhw      ymm3, ymm11, ymm3
     vpsubw       ymm1, ymm1, ymm3
     vmovdqa      ymm3, [rsp + 64]                    ; reload
     vpaddw       ymm15, ymm3, ymm5                   ; layer 1
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368]
-    vpmulhw      ymm5, ymm5, ymm11
+    vpmullw      ymm5, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
+    vpmulhw      ymm5, ymm11, ymm5
     vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm7, ymm10                   ; layer 0
+    vpaddw       ymm5, ymm10, ymm7                   ; layer 0
     vpsubw       ymm7, ymm7, ymm10
-    vpmullw      ymm10, ymm7, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm7, ymm7, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm10, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm6, ymm4                   ; layer 0
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
-    vpmulhw      ymm6, ymm6, ymm11
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
+    vpmulhw      ymm6, ymm11, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm9, ymm13                   ; layer 0
     vpsubw       ymm9, ymm9, ymm13
-    vpmullw      ymm13, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm9, ymm9, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm13, ymm9, [rax + 32]
+    vpmulhw      ymm9, ymm9, [rax]
     vpmulhw      ymm13, ymm13, ymm11
     vpsubw       ymm9, ymm9, ymm13
     vpaddw       ymm13, ymm14, ymm15                 ; layer 0
     vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm14, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm14, ymm14, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm15, ymm14, [rax + 32]
+    vpmulhw      ymm14, ymm14, [rax]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm2, ymm0                   ; layer 0
     vpsubw       ymm0, ymm2, ymm0
-    vpmullw      ymm2, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
-    vpmulhw      ymm2, ymm2, ymm11
+    vpmullw      ymm2, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
+    vpmulhw      ymm2, ymm11, ymm2
     vpsubw       ymm0, ymm0, ymm2
     vpaddw       ymm2, ymm8, ymm12                   ; layer 0
     vpsubw       ymm8, ymm8, ymm12
-    vpmullw      ymm12, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm12, ymm8, [rax + 32]
+    vpmulhw      ymm8, ymm8, [rax]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm8, ymm8, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm8                    ; spill
     vpaddw       ymm8, ymm12, ymm1                   ; layer 0
     vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm12, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm1, ymm1, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm12, ymm3                   ; layer 0
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm12, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm11, ymm12, ymm11
     vpsubw       ymm3, ymm3, ymm11
-    vpmulhw      ymm11, ymm5, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm11, ymm11, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm11, ymm5, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsraw       ymm11, ymm11, 10
-    vpmullw      ymm11, ymm11, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpsubw       ymm5, ymm5, ymm11
-    vpmulhw      ymm11, ymm10, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm11, ymm11, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm11, ymm10, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsraw       ymm11, ymm11, 10
-    vpmullw      ymm11, ymm11, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpsubw       ymm10, ymm10, ymm11
-    vpmulhw      ymm11, ymm6, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm11, ymm11, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm11, ymm6, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsraw       ymm11, ymm11, 10
-    vpmullw      ymm11, ymm11, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpsubw       ymm6, ymm6, ymm11
-    vpmulhw      ymm11, ymm13, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm11, ymm11, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm11, ymm13, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm11, ymm11, [rax - 128]
     vpsraw       ymm11, ymm11, 10
-    vpmullw      ymm11, ymm11, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm13, ymm11
-    vpmulhw      ymm12, ymm15, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm12, ymm12, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm12, ymm15, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm12, ymm12, [rax - 128]
     vpsraw       ymm12, ymm12, 10
-    vpmullw      ymm12, ymm12, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm12, ymm12, [rax - 128]
     vpsubw       ymm12, ymm15, ymm12
-    vpmulhw      ymm13, ymm2, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm2, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm2, ymm2, ymm13
-    vpmulhw      ymm13, ymm8, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm8, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm8, ymm8, ymm13
-    vpmulhw      ymm13, ymm1, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm1, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm1, ymm1, ymm13
-    vpmulhw      ymm13, ymm7, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm7, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm7, ymm7, ymm13
-    vpmulhw      ymm13, ymm4, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm4, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm4, ymm4, ymm13
-    vpmulhw      ymm13, ymm9, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm9, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm9, ymm9, ymm13
-    vpmulhw      ymm13, ymm14, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm13, ymm13, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm13, ymm14, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
-    vpmullw      ymm13, ymm13, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm13, ymm14, ymm13
-    vpmulhw      ymm14, ymm0, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm14, ymm14, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm14, ymm0, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm14, ymm14, [rax - 128]
     vpsraw       ymm14, ymm14, 10
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm0, ymm0, ymm14
     vmovdqa      ymm14, [rsp + 64]                   ; reload
-    vpmulhw      ymm15, ymm14, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm15, ymm14, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm15, ymm15, [rax - 128]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm14, ymm14, ymm15
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm14                   ; spill
     vpmulhw      ymm14, ymm15, [rel pw_20159]        ; barrett: the output range asked for
     vpaddw       ymm14, ymm14, [rel pw_512]
     vpsraw       ymm14, ymm14, 10
-    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm15, ymm14
     vpmulhw      ymm15, ymm3, [rel pw_20159]         ; barrett: the output range asked for
     vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rel pw_3329]
+    vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm3, ymm3, ymm15
     vmovdqu      [rdi], ymm5
     vmovdqu      [rdi + 32], ymm10
@@ -4486,122 +4641,125 @@ kg_mlkem3329_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_avx2.end - kg_mlkem3329_reduce_barrett_avx2)
 align 32
 kg_mlkem3329_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_20159]                ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_512]                  ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm2                    ; barrett
+    vpaddw       ymm1, ymm1, ymm3
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm4
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -4615,15 +4773,16 @@ kg_mlkem3329_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_avx2.end - kg_mlkem3329_reduce_special_avx2)
 align 32
 kg_mlkem3329_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm3, [rel pw_4095]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4632,7 +4791,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4641,7 +4800,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4650,7 +4809,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4659,7 +4818,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4668,7 +4827,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4677,7 +4836,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4686,7 +4845,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4695,7 +4854,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4704,7 +4863,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4713,7 +4872,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4722,7 +4881,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4731,7 +4890,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4740,7 +4899,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4749,7 +4908,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4758,7 +4917,7 @@ kg_mlkem3329_reduce_special_avx2:
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpsraw       ymm1, ymm0, 12                      ; special
-    vpand        ymm0, ymm0, [rel pw_4095]
+    vpand        ymm0, ymm0, ymm3
     vpsubw       ymm0, ymm0, ymm1
     vpsllw       ymm2, ymm1, 8
     vpsubw       ymm0, ymm0, ymm2
@@ -4776,170 +4935,173 @@ kg_mlkem3329_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_avx2.end - kg_mlkem3329_freeze_avx2)
 align 32
 kg_mlkem3329_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_3329]                 ; held in a register: read 32 times
+    vmovdqu      ymm3, [rel pw_20159]                ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpmulhw      ymm1, ymm0, ymm3                    ; freeze
+    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3329]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_3329]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -4953,12 +5115,13 @@ kg_mlkem3329_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_avx2.end - kg_mlkem3329_mulmod_shoup_avx2)
 align 32
 kg_mlkem3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -4967,7 +5130,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -4977,7 +5140,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -4987,7 +5150,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -4997,7 +5160,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5007,7 +5170,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5017,7 +5180,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5027,7 +5190,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5037,7 +5200,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5047,7 +5210,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5057,7 +5220,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5067,7 +5230,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5077,7 +5240,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5087,7 +5250,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5097,7 +5260,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5107,7 +5270,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5117,7 +5280,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -5131,12 +5294,14 @@ kg_mlkem3329_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_avx2.end - kg_mlkem3329_muladd_shoup_avx2)
 align 32
 kg_mlkem3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm5, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -5147,9 +5312,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5161,9 +5326,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5175,9 +5340,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5189,9 +5354,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5203,9 +5368,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5217,9 +5382,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5231,9 +5396,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5245,9 +5410,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5259,9 +5424,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5273,9 +5438,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5287,9 +5452,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5301,9 +5466,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5315,9 +5480,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5329,9 +5494,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5343,9 +5508,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5357,9 +5522,9 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -5374,7 +5539,7 @@ kg_mlkem3329_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -5388,17 +5553,19 @@ kg_mlkem3329_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 128] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5418,11 +5585,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5442,11 +5609,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5466,11 +5633,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5490,11 +5657,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5514,11 +5681,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5538,11 +5705,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5562,11 +5729,11 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5600,12 +5767,12 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -5617,11 +5784,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -5633,11 +5800,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -5649,13 +5816,13 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm13, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -5671,11 +5838,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm14, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -5687,11 +5854,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -5703,11 +5870,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm13, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -5721,11 +5888,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -5741,11 +5908,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 384] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 256
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 304]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 256]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 272]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm11, xmm3
@@ -5757,11 +5925,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 352]
+    pmullw       xmm11, [rax - 32]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 368]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 320]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 336]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -5773,11 +5941,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 432]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 384]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 400]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -5791,11 +5959,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 480]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm6, xmm13
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 496]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 448]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 464]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm1, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -5811,11 +5979,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 640] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 560]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 512]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 528]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm13, xmm0
     psubw        xmm4, xmm5
@@ -5827,11 +5996,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 608]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 624]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 576]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 592]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm4, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -5843,11 +6012,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 672]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 688]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 640]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 656]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -5863,11 +6032,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 736]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 752]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 704]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 720]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -5907,13 +6076,15 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm10, xmm2
     punpckhwd    xmm0, xmm1
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 800]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 896] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 768
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm13
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 816]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 768]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 784]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    movdqu       xmm12, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -5925,11 +6096,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 864]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 960] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 832
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 880]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 832]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 848]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -5943,11 +6115,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 928]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 944]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 896]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 912]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -5961,11 +6133,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 992]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1008]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 960]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 976]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -6006,13 +6178,14 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm12, xmm11
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1056]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1072]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1024]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1040]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm1, [rax + 64]
+    pmulhw       xmm2, [rax + 80]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqu       xmm14, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm14, [rax - 128]                  ; reload
     pmulhw       xmm8, xmm14
     pmulhw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -6024,11 +6197,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1120]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1216] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1088
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1136]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1088]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1104]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm1, xmm14
     pmulhw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -6042,11 +6216,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1184]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1200]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1152]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1168]
+    pmullw       xmm6, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm14
     pmulhw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -6060,11 +6234,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1248]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1264]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1216]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1232]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm3, xmm14
     pmulhw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -6133,167 +6307,191 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm5, xmm3
     punpckhwd    xmm13, xmm14
     movdqa       xmm3, xmm4                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm3, [rax - 128]
     movdqa       xmm14, xmm7
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm3, 10
     psraw        xmm14, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm4, xmm3
     psubw        xmm7, xmm14
     movdqa       xmm3, xmm4
     psraw        xmm3, 15
     movdqa       xmm14, xmm7
     psraw        xmm14, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm4, xmm3
     paddw        xmm7, xmm14
     movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm3, [rax - 128]
     movdqa       xmm14, xmm12
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm3, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm3, 10
     psraw        xmm14, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm3, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm15, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm15
     psraw        xmm3, 15
     movdqa       xmm14, xmm12
     psraw        xmm14, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm3, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm15, xmm3
     paddw        xmm12, xmm14
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm14, xmm3                         ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm12, [rel pw_512 + 16]
+    pmulhw       xmm12, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm12, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm12, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm12, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm12, [rax - 112]
     psubw        xmm3, xmm14
     psubw        xmm8, xmm12
     movdqa       xmm12, xmm3
     psraw        xmm12, 15
     movdqa       xmm14, xmm8
     psraw        xmm14, 15
-    pand         xmm12, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm12, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm3, xmm12
     paddw        xmm8, xmm14
     movdqa       xmm12, xmm11                        ; freeze: the output range asked for
-    pmulhw       xmm12, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm12, [rax - 128]
     movdqa       xmm14, xmm10
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm12, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm12, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm12, 10
     psraw        xmm14, 10
-    pmullw       xmm12, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm12, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm11, xmm12
     psubw        xmm10, xmm14
     movdqa       xmm12, xmm11
     psraw        xmm12, 15
     movdqa       xmm14, xmm10
     psraw        xmm14, 15
-    pand         xmm12, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm12, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm11, xmm12
     paddw        xmm10, xmm14
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12                        ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm0
-    pmulhw       xmm10, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm10, [rel pw_512 + 16]
+    pmulhw       xmm10, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm10, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm10, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm10, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm10, [rax - 112]
     psubw        xmm12, xmm14
     psubw        xmm0, xmm10
     movdqa       xmm10, xmm12
     psraw        xmm10, 15
     movdqa       xmm14, xmm0
     psraw        xmm14, 15
-    pand         xmm10, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm12, xmm10
     paddw        xmm0, xmm14
     movdqa       xmm10, xmm2                         ; freeze: the output range asked for
-    pmulhw       xmm10, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm10, [rax - 128]
     movdqa       xmm14, xmm9
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm10, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    pmullw       xmm10, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm2, xmm10
     psubw        xmm9, xmm14
     movdqa       xmm10, xmm2
     psraw        xmm10, 15
     movdqa       xmm14, xmm9
     psraw        xmm14, 15
-    pand         xmm10, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm2, xmm10
     paddw        xmm9, xmm14
     movdqa       xmm10, xmm1                         ; freeze: the output range asked for
-    pmulhw       xmm10, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm10, [rax - 128]
     movdqa       xmm14, xmm5
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm10, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    pmullw       xmm10, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm1, xmm10
     psubw        xmm5, xmm14
     movdqa       xmm10, xmm1
     psraw        xmm10, 15
     movdqa       xmm14, xmm5
     psraw        xmm14, 15
-    pand         xmm10, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm1, xmm10
     paddw        xmm5, xmm14
     movdqa       xmm10, xmm6                         ; freeze: the output range asked for
-    pmulhw       xmm10, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm10, [rax - 128]
     movdqa       xmm14, xmm13
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm10, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm10, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    pmullw       xmm10, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm10, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm6, xmm10
     psubw        xmm13, xmm14
     movdqa       xmm10, xmm6
     psraw        xmm10, 15
     movdqa       xmm14, xmm13
     psraw        xmm14, 15
-    pand         xmm10, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm10, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm6, xmm10
     paddw        xmm13, xmm14
     movdqu       [rdi], xmm4
@@ -6332,14 +6530,16 @@ kg_mlkem3329_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqu       xmm15, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm15, [rax - 128]                  ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -6351,11 +6551,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1312]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -6367,11 +6568,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -6383,13 +6584,13 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1312]
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1328]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1280]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1296]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm12, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -6405,11 +6606,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1376]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -6421,11 +6622,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1376]
+    pmullw       xmm10, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1392]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1344]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1360]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -6437,11 +6638,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -6455,11 +6656,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1440]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1456]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1408]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1424]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -6475,11 +6676,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1504]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1520]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1472]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1488]
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm2, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -6491,11 +6692,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1568]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1664] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1536
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1584]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1536]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1552]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -6507,11 +6709,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1632]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1648]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1600]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1616]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -6525,11 +6727,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1696]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm5, xmm12
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1712]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1664]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -6545,11 +6747,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1760]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1776]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1728]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm4, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -6561,11 +6763,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1824]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1920] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1792
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1840]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1792]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1808]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -6577,11 +6780,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1888]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1904]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1856]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1872]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -6597,11 +6800,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1952]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1968]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1920]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1936]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -6641,13 +6844,14 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2016]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2032]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1984]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2000]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm11                   ; spill
-    movdqu       xmm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm11, [rax - 128]                  ; reload
     pmulhw       xmm0, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm4, xmm0
@@ -6659,11 +6863,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2080]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2176] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 2048
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2096]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2048]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2064]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm4, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm3, xmm4
@@ -6677,11 +6882,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2144]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2160]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2112]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2128]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm3, xmm11
     pmulhw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -6695,11 +6900,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2208]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm10, xmm15
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2224]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2176]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2192]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm6, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -6740,13 +6945,14 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm11, xmm10
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2272]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm10, xmm1
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2288]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2240]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2256]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm13, [rax - 128]                  ; reload
     pmulhw       xmm7, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm0, xmm7
@@ -6758,11 +6964,12 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm9, xmm0
     psubw        xmm15, xmm1
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2336]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2432] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 2304
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2352]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2304]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2320]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm0, xmm13
     pmulhw       xmm1, xmm13
     psubw        xmm5, xmm0
@@ -6776,11 +6983,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm5
     psubw        xmm8, xmm4
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2400]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm5, xmm14
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2416]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2368]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2384]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm4, xmm13
     pmulhw       xmm5, xmm13
     psubw        xmm2, xmm4
@@ -6794,11 +7001,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm2
     psubw        xmm12, xmm14
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2464]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2480]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2432]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 2448]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm2, xmm13
     pmulhw       xmm14, xmm13
     psubw        xmm6, xmm2
@@ -6867,147 +7074,168 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm4, xmm2
     punpckhwd    xmm12, xmm14
     movdqa       xmm2, xmm3                          ; freeze: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm14, xmm6
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm14, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm3, xmm2
     psubw        xmm6, xmm14
     movdqa       xmm2, xmm3
     psraw        xmm2, 15
     movdqa       xmm14, xmm6
     psraw        xmm14, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm3, xmm2
     paddw        xmm6, xmm14
     movdqa       xmm2, xmm13                         ; freeze: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm14, xmm11
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm14, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm13, xmm2
     psubw        xmm11, xmm14
     movdqa       xmm2, xmm13
     psraw        xmm2, 15
     movdqa       xmm14, xmm11
     psraw        xmm14, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm13, xmm2
     paddw        xmm11, xmm14
     movdqa       xmm2, [rsp + 96]                    ; reload
     movdqa       xmm14, xmm2                         ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm11, [rel pw_512 + 16]
+    pmulhw       xmm11, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm11, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm11, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm11, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm11, [rax - 112]
     psubw        xmm2, xmm14
     psubw        xmm7, xmm11
     movdqa       xmm11, xmm2
     psraw        xmm11, 15
     movdqa       xmm14, xmm7
     psraw        xmm14, 15
-    pand         xmm11, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm11, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm2, xmm11
     paddw        xmm7, xmm14
     movdqa       xmm11, xmm10                        ; freeze: the output range asked for
-    pmulhw       xmm11, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm14, xmm15
-    pmulhw       xmm14, [rel pw_20159 + 16]
-    paddw        xmm11, [rel pw_512]
-    paddw        xmm14, [rel pw_512 + 16]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm11, [rax - 128]
+    paddw        xmm14, [rax - 112]
     psraw        xmm11, 10
     psraw        xmm14, 10
-    pmullw       xmm11, [rel pw_3329]
-    pmullw       xmm14, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm11, [rax - 128]
+    pmullw       xmm14, [rax - 112]
     psubw        xmm10, xmm11
     psubw        xmm15, xmm14
     movdqa       xmm11, xmm10
     psraw        xmm11, 15
     movdqa       xmm14, xmm15
     psraw        xmm14, 15
-    pand         xmm11, [rel pw_3329]
-    pand         xmm14, [rel pw_3329 + 16]
+    pand         xmm11, [rax - 128]
+    pand         xmm14, [rax - 112]
     paddw        xmm10, xmm11
     paddw        xmm15, xmm14
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm14, xmm11                        ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm1
-    pmulhw       xmm15, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm15, [rel pw_512 + 16]
+    pmulhw       xmm15, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm11, xmm14
     psubw        xmm1, xmm15
     movdqa       xmm14, xmm11
     psraw        xmm14, 15
     movdqa       xmm15, xmm1
     psraw        xmm15, 15
-    pand         xmm14, [rel pw_3329]
-    pand         xmm15, [rel pw_3329 + 16]
+    pand         xmm14, [rax - 128]
+    pand         xmm15, [rax - 112]
     paddw        xmm11, xmm14
     paddw        xmm1, xmm15
     movdqa       xmm14, xmm9                         ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       xmm15, xmm8
-    pmulhw       xmm15, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm15, [rel pw_512 + 16]
+    pmulhw       xmm15, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm9, xmm14
     psubw        xmm8, xmm15
     movdqa       xmm14, xmm9
     psraw        xmm14, 15
     movdqa       xmm15, xmm8
     psraw        xmm15, 15
-    pand         xmm14, [rel pw_3329]
-    pand         xmm15, [rel pw_3329 + 16]
+    pand         xmm14, [rax - 128]
+    pand         xmm15, [rax - 112]
     paddw        xmm9, xmm14
     paddw        xmm8, xmm15
     movdqa       xmm14, xmm0                         ; freeze: the output range asked for
-    pmulhw       xmm14, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm14, [rax - 128]
     movdqa       xmm15, xmm4
-    pmulhw       xmm15, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm15, [rel pw_512 + 16]
+    pmulhw       xmm15, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm14, [rax - 128]
+    paddw        xmm15, [rax - 112]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm0, xmm14
     psubw        xmm4, xmm15
     movdqa       xmm14, xmm0
     psraw        xmm14, 15
     movdqa       xmm15, xmm4
     psraw        xmm15, 15
-    pand         xmm14, [rel pw_3329]
-    pand         xmm15, [rel pw_3329 + 16]
+    pand         xmm14, [rax - 128]
+    pand         xmm15, [rax - 112]
     paddw        xmm0, xmm14
     paddw        xmm4, xmm15
     movdqa       xmm14, xmm5                         ; freeze: the output range asked for
@@ -7018,16 +7246,16 @@ kg_mlkem3329_ntt_forward_sse:
     paddw        xmm15, [rel pw_512 + 16]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    pmullw       xmm14, [rel pw_3329]
-    pmullw       xmm15, [rel pw_3329 + 16]
+    pmullw       xmm14, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     psubw        xmm5, xmm14
     psubw        xmm12, xmm15
     movdqa       xmm14, xmm5
     psraw        xmm14, 15
     movdqa       xmm15, xmm12
     psraw        xmm15, 15
-    pand         xmm14, [rel pw_3329]
-    pand         xmm15, [rel pw_3329 + 16]
+    pand         xmm14, [rax - 128]
+    pand         xmm15, [rax - 112]
     paddw        xmm5, xmm14
     paddw        xmm12, xmm15
     movdqu       [rdi + 256], xmm3
@@ -7061,25 +7289,28 @@ kg_mlkem3329_ntt_forward_sse:
 ;   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-8}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_sse.end - kg_mlkem3329_basemul_sse)
 align 32
 kg_mlkem3329_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm9, [rel pw_m3327]                ; held in a register: read 16 times
+    movdqu       xmm10, [rel pw_m3327 + 16]          ; held in a register: read 16 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 32]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_sse + 128] ; addresses kg_mlkem3329_basemul_zetas_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 48]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 16]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7106,8 +7337,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7119,13 +7350,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 32]
     movdqu       xmm4, [rdx + 48]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 112]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 64]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 80]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7152,8 +7383,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7165,13 +7396,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 64]
     movdqu       xmm4, [rdx + 80]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 160]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 176]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 128]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 144]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7198,8 +7429,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7211,13 +7442,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 96]
     movdqu       xmm4, [rdx + 112]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 240]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 192]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 208]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7244,8 +7475,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7257,13 +7488,14 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 128]
     movdqu       xmm4, [rdx + 144]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 288]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_sse + 384] ; addresses kg_mlkem3329_basemul_zetas_sse near byte 256
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 304]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 256]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 272]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7290,8 +7522,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7303,13 +7535,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 160]
     movdqu       xmm4, [rdx + 176]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 352]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 368]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 320]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 336]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7336,8 +7568,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7349,13 +7581,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 192]
     movdqu       xmm4, [rdx + 208]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 416]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 432]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 384]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 400]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7382,8 +7614,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7395,13 +7627,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 224]
     movdqu       xmm4, [rdx + 240]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 480]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 496]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 448]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 464]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7428,8 +7660,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7441,13 +7673,14 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 256]
     movdqu       xmm4, [rdx + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 544]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_sse + 640] ; addresses kg_mlkem3329_basemul_zetas_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 560]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 512]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 528]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7474,8 +7707,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7487,13 +7720,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 288]
     movdqu       xmm4, [rdx + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 608]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 624]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 576]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 592]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7520,8 +7753,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7533,13 +7766,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 320]
     movdqu       xmm4, [rdx + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 672]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 688]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 640]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 656]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7566,8 +7799,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7579,13 +7812,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 352]
     movdqu       xmm4, [rdx + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 736]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 752]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 704]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 720]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7612,8 +7845,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7625,13 +7858,14 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 384]
     movdqu       xmm4, [rdx + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 800]
+    lea          rax, [rel kg_mlkem3329_basemul_zetas_sse + 896] ; addresses kg_mlkem3329_basemul_zetas_sse near byte 768
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 816]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 768]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 784]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7658,8 +7892,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7671,13 +7905,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 416]
     movdqu       xmm4, [rdx + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 864]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 880]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 832]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 848]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7704,8 +7938,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7717,13 +7951,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 448]
     movdqu       xmm4, [rdx + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 928]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 944]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 896]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 912]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7750,8 +7984,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7763,13 +7997,13 @@ kg_mlkem3329_basemul_sse:
     movdqu       xmm3, [rdx + 480]
     movdqu       xmm4, [rdx + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_zetas_sse + 992]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_zetas_sse + 1008]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_zetas_sse + 960]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_zetas_sse + 976]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7796,8 +8030,8 @@ kg_mlkem3329_basemul_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm9
+    pmullw       xmm3, xmm10
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7816,25 +8050,28 @@ kg_mlkem3329_basemul_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc2_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_sse.end - kg_mlkem3329_basemul_acc2_sse)
 align 32
 kg_mlkem3329_basemul_acc2_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm13, [rel pw_m3327]               ; held in a register: read 16 times
+    movdqu       xmm14, [rel pw_m3327 + 16]          ; held in a register: read 16 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 32]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 128] ; addresses kg_mlkem3329_basemul_acc2_zetas_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 48]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 16]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7854,13 +8091,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 512]
     movdqu       xmm8, [rdx + 528]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -7891,8 +8128,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7904,13 +8141,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 32]
     movdqu       xmm4, [rdx + 48]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 112]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 64]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 80]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -7930,13 +8167,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 544]
     movdqu       xmm8, [rdx + 560]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -7967,8 +8204,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -7980,13 +8217,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 64]
     movdqu       xmm4, [rdx + 80]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 160]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 176]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 128]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 144]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8006,13 +8243,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 576]
     movdqu       xmm8, [rdx + 592]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8043,8 +8280,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8056,13 +8293,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 96]
     movdqu       xmm4, [rdx + 112]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 240]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 192]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 208]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8082,13 +8319,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 608]
     movdqu       xmm8, [rdx + 624]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8119,8 +8356,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8132,13 +8369,14 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 128]
     movdqu       xmm4, [rdx + 144]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 288]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 384] ; addresses kg_mlkem3329_basemul_acc2_zetas_sse near byte 256
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 304]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 256]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 272]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8158,13 +8396,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 640]
     movdqu       xmm8, [rdx + 656]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8195,8 +8433,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8208,13 +8446,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 160]
     movdqu       xmm4, [rdx + 176]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 352]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 368]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 320]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 336]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8234,13 +8472,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 672]
     movdqu       xmm8, [rdx + 688]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8271,8 +8509,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8284,13 +8522,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 192]
     movdqu       xmm4, [rdx + 208]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 416]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 432]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 384]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 400]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8310,13 +8548,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 704]
     movdqu       xmm8, [rdx + 720]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8347,8 +8585,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8360,13 +8598,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 224]
     movdqu       xmm4, [rdx + 240]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 480]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 496]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 448]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 464]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8386,13 +8624,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 736]
     movdqu       xmm8, [rdx + 752]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8423,8 +8661,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8436,13 +8674,14 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 256]
     movdqu       xmm4, [rdx + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 544]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 640] ; addresses kg_mlkem3329_basemul_acc2_zetas_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 560]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 512]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 528]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8462,13 +8701,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 768]
     movdqu       xmm8, [rdx + 784]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8499,8 +8738,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8512,13 +8751,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 288]
     movdqu       xmm4, [rdx + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 608]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 624]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 576]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 592]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8538,13 +8777,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 800]
     movdqu       xmm8, [rdx + 816]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8575,8 +8814,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8588,13 +8827,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 320]
     movdqu       xmm4, [rdx + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 672]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 688]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 640]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 656]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8614,13 +8853,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 832]
     movdqu       xmm8, [rdx + 848]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8651,8 +8890,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8664,13 +8903,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 352]
     movdqu       xmm4, [rdx + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 736]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 752]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 704]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 720]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8690,13 +8929,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 864]
     movdqu       xmm8, [rdx + 880]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8727,8 +8966,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8740,13 +8979,14 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 384]
     movdqu       xmm4, [rdx + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 800]
+    lea          rax, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 896] ; addresses kg_mlkem3329_basemul_acc2_zetas_sse near byte 768
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 816]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 768]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 784]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8766,13 +9006,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 896]
     movdqu       xmm8, [rdx + 912]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8803,8 +9043,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8816,13 +9056,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 416]
     movdqu       xmm4, [rdx + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 864]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 880]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 832]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 848]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8842,13 +9082,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 928]
     movdqu       xmm8, [rdx + 944]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8879,8 +9119,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8892,13 +9132,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 448]
     movdqu       xmm4, [rdx + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 928]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 944]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 896]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 912]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8918,13 +9158,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 960]
     movdqu       xmm8, [rdx + 976]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -8955,8 +9195,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -8968,13 +9208,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm3, [rdx + 480]
     movdqu       xmm4, [rdx + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 992]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 1008]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 960]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 976]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -8994,13 +9234,13 @@ kg_mlkem3329_basemul_acc2_sse:
     movdqu       xmm7, [rdx + 992]
     movdqu       xmm8, [rdx + 1008]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc2_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9031,8 +9271,8 @@ kg_mlkem3329_basemul_acc2_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9051,25 +9291,28 @@ kg_mlkem3329_basemul_acc2_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc3_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_sse.end - kg_mlkem3329_basemul_acc3_sse)
 align 32
 kg_mlkem3329_basemul_acc3_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm13, [rel pw_m3327]               ; held in a register: read 16 times
+    movdqu       xmm14, [rel pw_m3327 + 16]          ; held in a register: read 16 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 32]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 128] ; addresses kg_mlkem3329_basemul_acc3_zetas_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 48]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 16]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9089,13 +9332,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 512]
     movdqu       xmm8, [rdx + 528]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9119,13 +9362,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1024]
     movdqu       xmm8, [rdx + 1040]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9156,8 +9399,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9169,13 +9412,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 32]
     movdqu       xmm4, [rdx + 48]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 112]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 64]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 80]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9195,13 +9438,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 544]
     movdqu       xmm8, [rdx + 560]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9225,13 +9468,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1056]
     movdqu       xmm8, [rdx + 1072]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9262,8 +9505,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9275,13 +9518,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 64]
     movdqu       xmm4, [rdx + 80]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 160]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 176]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 128]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 144]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9301,13 +9544,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 576]
     movdqu       xmm8, [rdx + 592]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9331,13 +9574,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1088]
     movdqu       xmm8, [rdx + 1104]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9368,8 +9611,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9381,13 +9624,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 96]
     movdqu       xmm4, [rdx + 112]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 240]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 192]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 208]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9407,13 +9650,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 608]
     movdqu       xmm8, [rdx + 624]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9437,13 +9680,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1120]
     movdqu       xmm8, [rdx + 1136]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9474,8 +9717,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9487,13 +9730,14 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 128]
     movdqu       xmm4, [rdx + 144]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 288]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 384] ; addresses kg_mlkem3329_basemul_acc3_zetas_sse near byte 256
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 304]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 256]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 272]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9513,13 +9757,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 640]
     movdqu       xmm8, [rdx + 656]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9543,13 +9787,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1152]
     movdqu       xmm8, [rdx + 1168]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9580,8 +9824,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9593,13 +9837,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 160]
     movdqu       xmm4, [rdx + 176]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 352]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 368]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 320]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 336]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9619,13 +9863,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 672]
     movdqu       xmm8, [rdx + 688]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9649,13 +9893,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1184]
     movdqu       xmm8, [rdx + 1200]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9686,8 +9930,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9699,13 +9943,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 192]
     movdqu       xmm4, [rdx + 208]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 416]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 432]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 384]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 400]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9725,13 +9969,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 704]
     movdqu       xmm8, [rdx + 720]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9755,13 +9999,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1216]
     movdqu       xmm8, [rdx + 1232]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9792,8 +10036,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9805,13 +10049,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 224]
     movdqu       xmm4, [rdx + 240]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 480]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 496]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 448]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 464]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9831,13 +10075,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 736]
     movdqu       xmm8, [rdx + 752]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9861,13 +10105,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1248]
     movdqu       xmm8, [rdx + 1264]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9898,8 +10142,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -9911,13 +10155,14 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 256]
     movdqu       xmm4, [rdx + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 544]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 640] ; addresses kg_mlkem3329_basemul_acc3_zetas_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 560]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 512]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 528]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -9937,13 +10182,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 768]
     movdqu       xmm8, [rdx + 784]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -9967,13 +10212,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1280]
     movdqu       xmm8, [rdx + 1296]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10004,8 +10249,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10017,13 +10262,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 288]
     movdqu       xmm4, [rdx + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 608]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 624]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 576]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 592]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10043,13 +10288,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 800]
     movdqu       xmm8, [rdx + 816]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10073,13 +10318,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1312]
     movdqu       xmm8, [rdx + 1328]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10110,8 +10355,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10123,13 +10368,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 320]
     movdqu       xmm4, [rdx + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 672]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 688]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 640]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 656]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10149,13 +10394,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 832]
     movdqu       xmm8, [rdx + 848]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10179,13 +10424,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1344]
     movdqu       xmm8, [rdx + 1360]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10216,8 +10461,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10229,13 +10474,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 352]
     movdqu       xmm4, [rdx + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 736]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 752]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 704]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 720]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10255,13 +10500,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 864]
     movdqu       xmm8, [rdx + 880]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10285,13 +10530,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1376]
     movdqu       xmm8, [rdx + 1392]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10322,8 +10567,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10335,13 +10580,14 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 384]
     movdqu       xmm4, [rdx + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 800]
+    lea          rax, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 896] ; addresses kg_mlkem3329_basemul_acc3_zetas_sse near byte 768
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 816]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 768]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 784]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10361,13 +10607,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 896]
     movdqu       xmm8, [rdx + 912]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10391,13 +10637,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1408]
     movdqu       xmm8, [rdx + 1424]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10428,8 +10674,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10441,13 +10687,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 416]
     movdqu       xmm4, [rdx + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 864]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 880]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 832]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 848]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10467,13 +10713,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 928]
     movdqu       xmm8, [rdx + 944]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10497,13 +10743,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1440]
     movdqu       xmm8, [rdx + 1456]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10534,8 +10780,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10547,13 +10793,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 448]
     movdqu       xmm4, [rdx + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 928]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 944]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 896]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 912]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10573,13 +10819,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 960]
     movdqu       xmm8, [rdx + 976]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10603,13 +10849,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1472]
     movdqu       xmm8, [rdx + 1488]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10640,8 +10886,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10653,13 +10899,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm3, [rdx + 480]
     movdqu       xmm4, [rdx + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 992]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 1008]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 960]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 976]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10679,13 +10925,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 992]
     movdqu       xmm8, [rdx + 1008]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10709,13 +10955,13 @@ kg_mlkem3329_basemul_acc3_sse:
     movdqu       xmm7, [rdx + 1504]
     movdqu       xmm8, [rdx + 1520]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc3_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10746,8 +10992,8 @@ kg_mlkem3329_basemul_acc3_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10766,25 +11012,28 @@ kg_mlkem3329_basemul_acc3_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_sse.end - kg_mlkem3329_basemul_acc4_sse)
 align 32
 kg_mlkem3329_basemul_acc4_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm13, [rel pw_m3327]               ; held in a register: read 16 times
+    movdqu       xmm14, [rel pw_m3327 + 16]          ; held in a register: read 16 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 32]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 128] ; addresses kg_mlkem3329_basemul_acc4_zetas_sse near byte 0
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 48]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 16]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10804,13 +11053,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 512]
     movdqu       xmm8, [rdx + 528]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10834,13 +11083,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1024]
     movdqu       xmm8, [rdx + 1040]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10864,13 +11113,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1536]
     movdqu       xmm8, [rdx + 1552]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 32]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 48]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 16]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10901,8 +11150,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -10914,13 +11163,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 32]
     movdqu       xmm4, [rdx + 48]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 112]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 64]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 80]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -10940,13 +11189,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 544]
     movdqu       xmm8, [rdx + 560]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -10970,13 +11219,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1056]
     movdqu       xmm8, [rdx + 1072]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11000,13 +11249,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1568]
     movdqu       xmm8, [rdx + 1584]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 112]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 64]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 80]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11037,8 +11286,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11050,13 +11299,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 64]
     movdqu       xmm4, [rdx + 80]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 160]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 176]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 128]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 144]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11076,13 +11325,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 576]
     movdqu       xmm8, [rdx + 592]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11106,13 +11355,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1088]
     movdqu       xmm8, [rdx + 1104]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11136,13 +11385,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1600]
     movdqu       xmm8, [rdx + 1616]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 160]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 176]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 128]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 144]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11173,8 +11422,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11186,13 +11435,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 96]
     movdqu       xmm4, [rdx + 112]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 224]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 240]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 192]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 208]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11212,13 +11461,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 608]
     movdqu       xmm8, [rdx + 624]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11242,13 +11491,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1120]
     movdqu       xmm8, [rdx + 1136]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11272,13 +11521,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1632]
     movdqu       xmm8, [rdx + 1648]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 224]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 240]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 192]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 208]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11309,8 +11558,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11322,13 +11571,14 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 128]
     movdqu       xmm4, [rdx + 144]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 288]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 384] ; addresses kg_mlkem3329_basemul_acc4_zetas_sse near byte 256
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 304]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 256]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 272]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11348,13 +11598,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 640]
     movdqu       xmm8, [rdx + 656]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11378,13 +11628,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1152]
     movdqu       xmm8, [rdx + 1168]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11408,13 +11658,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1664]
     movdqu       xmm8, [rdx + 1680]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 288]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 304]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 256]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 272]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11445,8 +11695,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11458,13 +11708,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 160]
     movdqu       xmm4, [rdx + 176]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 352]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 368]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 320]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 336]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11484,13 +11734,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 672]
     movdqu       xmm8, [rdx + 688]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11514,13 +11764,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1184]
     movdqu       xmm8, [rdx + 1200]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11544,13 +11794,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1696]
     movdqu       xmm8, [rdx + 1712]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 352]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 368]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 320]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 336]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11581,8 +11831,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11594,13 +11844,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 192]
     movdqu       xmm4, [rdx + 208]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 416]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 432]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 384]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 400]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11620,13 +11870,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 704]
     movdqu       xmm8, [rdx + 720]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11650,13 +11900,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1216]
     movdqu       xmm8, [rdx + 1232]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11680,13 +11930,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1728]
     movdqu       xmm8, [rdx + 1744]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 416]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 432]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 384]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 400]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11717,8 +11967,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11730,13 +11980,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 224]
     movdqu       xmm4, [rdx + 240]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 480]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 496]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 448]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 464]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11756,13 +12006,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 736]
     movdqu       xmm8, [rdx + 752]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11786,13 +12036,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1248]
     movdqu       xmm8, [rdx + 1264]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11816,13 +12066,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1760]
     movdqu       xmm8, [rdx + 1776]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 480]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 496]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 448]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 464]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11853,8 +12103,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -11866,13 +12116,14 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 256]
     movdqu       xmm4, [rdx + 272]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 544]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 640] ; addresses kg_mlkem3329_basemul_acc4_zetas_sse near byte 512
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 560]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 512]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 528]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -11892,13 +12143,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 768]
     movdqu       xmm8, [rdx + 784]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11922,13 +12173,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1280]
     movdqu       xmm8, [rdx + 1296]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11952,13 +12203,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1792]
     movdqu       xmm8, [rdx + 1808]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 544]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 560]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 512]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 528]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -11989,8 +12240,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12002,13 +12253,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 288]
     movdqu       xmm4, [rdx + 304]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 608]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 624]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 576]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 592]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12028,13 +12279,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 800]
     movdqu       xmm8, [rdx + 816]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12058,13 +12309,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1312]
     movdqu       xmm8, [rdx + 1328]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12088,13 +12339,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1824]
     movdqu       xmm8, [rdx + 1840]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 608]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 624]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 576]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 592]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12125,8 +12376,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12138,13 +12389,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 320]
     movdqu       xmm4, [rdx + 336]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 672]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 688]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 640]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 656]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12164,13 +12415,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 832]
     movdqu       xmm8, [rdx + 848]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12194,13 +12445,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1344]
     movdqu       xmm8, [rdx + 1360]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12224,13 +12475,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1856]
     movdqu       xmm8, [rdx + 1872]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 672]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 688]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 640]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 656]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12261,8 +12512,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12274,13 +12525,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 352]
     movdqu       xmm4, [rdx + 368]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 736]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 752]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 704]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 720]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12300,13 +12551,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 864]
     movdqu       xmm8, [rdx + 880]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12330,13 +12581,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1376]
     movdqu       xmm8, [rdx + 1392]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12360,13 +12611,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1888]
     movdqu       xmm8, [rdx + 1904]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 736]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 752]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 704]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 720]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12397,8 +12648,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12410,13 +12661,14 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 384]
     movdqu       xmm4, [rdx + 400]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 800]
+    lea          rax, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 896] ; addresses kg_mlkem3329_basemul_acc4_zetas_sse near byte 768
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 816]
+    pmullw       xmm6, [rax - 80]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 768]
+    pmulhw       xmm7, [rax - 128]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 784]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12436,13 +12688,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 896]
     movdqu       xmm8, [rdx + 912]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12466,13 +12718,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1408]
     movdqu       xmm8, [rdx + 1424]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12496,13 +12748,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1920]
     movdqu       xmm8, [rdx + 1936]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 800]
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 816]
+    pmullw       xmm10, [rax - 80]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 768]
+    pmulhw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 784]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12533,8 +12785,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12546,13 +12798,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 416]
     movdqu       xmm4, [rdx + 432]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 864]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 880]
+    pmullw       xmm6, [rax - 16]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 832]
+    pmulhw       xmm7, [rax - 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 848]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12572,13 +12824,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 928]
     movdqu       xmm8, [rdx + 944]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12602,13 +12854,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1440]
     movdqu       xmm8, [rdx + 1456]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12632,13 +12884,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1952]
     movdqu       xmm8, [rdx + 1968]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 864]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 880]
+    pmullw       xmm10, [rax - 16]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 832]
+    pmulhw       xmm11, [rax - 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 848]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12669,8 +12921,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12682,13 +12934,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 448]
     movdqu       xmm4, [rdx + 464]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 928]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 944]
+    pmullw       xmm6, [rax + 48]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 896]
+    pmulhw       xmm7, [rax]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 912]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12708,13 +12960,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 960]
     movdqu       xmm8, [rdx + 976]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12738,13 +12990,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1472]
     movdqu       xmm8, [rdx + 1488]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12768,13 +13020,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1984]
     movdqu       xmm8, [rdx + 2000]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 928]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 944]
+    pmullw       xmm10, [rax + 48]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 896]
+    pmulhw       xmm11, [rax]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 912]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12805,8 +13057,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12818,13 +13070,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm3, [rdx + 480]
     movdqu       xmm4, [rdx + 496]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 992]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 1008]
+    pmullw       xmm6, [rax + 112]
     movdqa       xmm7, xmm3
-    pmulhw       xmm7, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 960]
+    pmulhw       xmm7, [rax + 64]
     movdqa       xmm8, xmm4
-    pmulhw       xmm8, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 976]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -12844,13 +13096,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 992]
     movdqu       xmm8, [rdx + 1008]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12874,13 +13126,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 1504]
     movdqu       xmm8, [rdx + 1520]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12904,13 +13156,13 @@ kg_mlkem3329_basemul_acc4_sse:
     movdqu       xmm7, [rdx + 2016]
     movdqu       xmm8, [rdx + 2032]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 992]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 1008]
+    pmullw       xmm10, [rax + 112]
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 960]
+    pmulhw       xmm11, [rax + 64]
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rel kg_mlkem3329_basemul_acc4_zetas_sse + 976]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -12941,8 +13193,8 @@ kg_mlkem3329_basemul_acc4_sse:
     psrld        xmm6, 16
     pblendw      xmm5, xmm1, 170
     pblendw      xmm6, xmm2, 170
-    pmullw       xmm7, [rel pw_m3327]
-    pmullw       xmm3, [rel pw_m3327 + 16]
+    pmullw       xmm7, xmm13
+    pmullw       xmm3, xmm14
     pmulhw       xmm7, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm5, xmm7
@@ -12960,7 +13212,7 @@ kg_mlkem3329_basemul_acc4_sse:
 ;   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -12976,7 +13228,8 @@ kg_mlkem3329_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -13084,22 +13337,26 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm15, xmm10
     psubw        xmm14, xmm0
     movdqa       xmm0, xmm15
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 128] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 0
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm10, xmm14
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 48]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 16]
-    movdqu       xmm13, [rel pw_3329]                ; reload
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm15, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm13, [rax - 128]                  ; reload
     pmulhw       xmm0, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm15, xmm0
     psubw        xmm14, xmm10
     movdqa       xmm0, xmm9
-    pmullw       xmm0, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm10, xmm11
-    pmullw       xmm10, [rel pw_m10079 + 16]
-    pmulhw       xmm9, [rel pw_1441]
-    pmulhw       xmm11, [rel pw_1441 + 16]
+    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm0, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm9, xmm0
@@ -13111,21 +13368,24 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm12
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 192] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 64
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 112]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 64]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 80]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm13
     pmulhw       xmm4, xmm13
     psubw        xmm12, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm2, [rax - 128]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_m10079 + 16]
-    pmulhw       xmm0, [rel pw_1441]
-    pmulhw       xmm10, [rel pw_1441 + 16]
+    pmullw       xmm4, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm2, xmm13
     pmulhw       xmm4, xmm13
     psubw        xmm0, xmm2
@@ -13139,22 +13399,25 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm6
     psubw        xmm4, [rsp + 32]
     movdqa       xmm6, xmm7
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 160]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 256] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 128
+    pmullw       xmm6, [rax - 96]
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 176]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 128]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 144]
+    pmullw       xmm0, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm13
     pmulhw       xmm0, xmm13
     psubw        xmm7, xmm6
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm2
-    pmullw       xmm0, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm0, [rax - 128]
     movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel pw_m10079 + 16]
-    pmulhw       xmm2, [rel pw_1441]
-    pmulhw       xmm10, [rel pw_1441 + 16]
+    pmullw       xmm6, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm0, xmm13
     pmulhw       xmm6, xmm13
     psubw        xmm2, xmm0
@@ -13168,21 +13431,24 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm8
     psubw        xmm3, xmm5
     movdqa       xmm5, xmm0
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 224]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 192
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 240]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 192]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 208]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm5, xmm13
     pmulhw       xmm8, xmm13
     psubw        xmm0, xmm5
     psubw        xmm3, xmm8
     movdqa       xmm5, xmm6
-    pmullw       xmm5, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm5, [rax - 128]
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rel pw_m10079 + 16]
-    pmulhw       xmm6, [rel pw_1441]
-    pmulhw       xmm10, [rel pw_1441 + 16]
+    pmullw       xmm8, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm5, xmm13
     pmulhw       xmm8, xmm13
     psubw        xmm6, xmm5
@@ -13248,13 +13514,15 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm13, xmm9
     psubw        xmm5, [rsp + 160]
     movdqa       xmm7, xmm13
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 288]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 384] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 256
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 304]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 256]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 272]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm13, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     movdqa       [rsp + 160], xmm3                   ; spill
-    movdqu       xmm3, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm3, [rax - 128]                   ; reload
     pmulhw       xmm7, xmm3
     pmulhw       xmm9, xmm3
     psubw        xmm13, xmm7
@@ -13268,11 +13536,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm15
     psubw        xmm11, xmm8
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 352]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 320
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 368]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 320]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 336]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm3
     pmulhw       xmm15, xmm3
     psubw        xmm7, xmm8
@@ -13286,11 +13555,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm8, xmm2
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 416]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm14
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 432]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 384]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 400]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm1, xmm3
     pmulhw       xmm2, xmm3
     psubw        xmm8, xmm1
@@ -13302,11 +13571,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm4, xmm10
     movdqa       xmm6, xmm12
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 480]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 496]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 448]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 464]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm12, [rax]
+    pmulhw       xmm4, [rax + 16]
     pmulhw       xmm6, xmm3
     pmulhw       xmm10, xmm3
     psubw        xmm12, xmm6
@@ -13347,13 +13616,14 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm0
     psubw        xmm3, xmm10
     movdqa       xmm0, xmm6
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 544]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm10, xmm3
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 560]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 512]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 528]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     movdqa       [rsp], xmm12                        ; spill
-    movdqu       xmm12, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm12, [rax - 128]                  ; reload
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm6, xmm0
@@ -13367,11 +13637,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm13, xmm9
     movdqa       xmm5, xmm0
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 608]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 704] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 576
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 624]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 576]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 592]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm5, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm0, xmm5
@@ -13385,11 +13656,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm11, xmm15
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm7, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm7
@@ -13401,11 +13672,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm8, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 736]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm2, xmm14
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 752]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 704]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 720]
+    pmullw       xmm2, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm8, xmm1
@@ -13417,12 +13688,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, [rsp]
     psubw        xmm6, xmm3
     movdqa       xmm3, xmm4
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 800]
+    pmullw       xmm3, [rax + 96]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 816]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 768]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 784]
+    pmullw       xmm2, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm3, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm4, xmm3
@@ -13436,11 +13707,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm2, xmm10
     psubw        xmm0, xmm13
     movdqa       xmm10, xmm2
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 864]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 960] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 832
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 880]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 832]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 848]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
     pmulhw       xmm10, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm2, xmm10
@@ -13454,11 +13726,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm5, xmm11
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 928]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 944]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 896]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 912]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm9
@@ -13470,11 +13742,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm15
     psubw        xmm8, xmm14
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 992]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1008]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 960]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 976]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm14, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm7, xmm14
@@ -13485,8 +13757,9 @@ kg_mlkem3329_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm15
     psraw        xmm8, 12
-    pand         xmm1, [rel pw_4095]
-    pand         xmm15, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm1, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm1, xmm14
     psubw        xmm15, xmm8
     movdqa       [rsp], xmm5                         ; spill
@@ -13508,11 +13781,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm15, xmm6
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1056]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1152] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1024
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm3, xmm12
     pmulhw       xmm6, xmm12
     psubw        xmm1, xmm3
@@ -13525,11 +13799,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, xmm2
     psubw        xmm6, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1056]
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1072]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1024]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1040]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm4, xmm0
@@ -13539,8 +13813,9 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm2, 12
     movdqa       xmm14, xmm13
     psraw        xmm14, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm13, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm13, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm13, xmm14
     movdqa       [rsp + 96], xmm6                    ; spill
@@ -13562,11 +13837,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm9
     psubw        xmm13, xmm11
     movdqa       xmm6, xmm0
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1120]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1216] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1088
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm0, xmm6
@@ -13579,12 +13855,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm10, [rsp + 32]
     psubw        xmm9, [rsp + 160]
     movdqa       xmm14, xmm10
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1120]
+    pmullw       xmm14, [rax - 96]
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1136]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1088]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1104]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm14, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm14
@@ -13593,8 +13869,9 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm13, 12
     movdqa       xmm14, xmm7
     psraw        xmm14, 12
-    pand         xmm5, [rel pw_4095]
-    pand         xmm7, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm5, [rax - 128]
+    pand         xmm7, [rax - 112]
     psubw        xmm5, xmm13
     psubw        xmm7, xmm14
     movdqa       [rsp], xmm9                         ; spill
@@ -13613,8 +13890,8 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm9, 12
     movdqa       xmm10, xmm4
     psraw        xmm10, 12
-    pand         xmm2, [rel pw_4095]
-    pand         xmm4, [rel pw_4095 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm4, [rax - 112]
     psubw        xmm2, xmm9
     psubw        xmm4, xmm10
     movdqa       xmm13, xmm9
@@ -13634,11 +13911,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm5, xmm2
     psubw        xmm7, xmm4
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1184]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1280] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1152
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm4, xmm7
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm2, xmm12
     pmulhw       xmm4, xmm12
     psubw        xmm5, xmm2
@@ -13650,11 +13928,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm3, xmm6
     psubw        xmm8, xmm11
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm11, xmm8
-    pmullw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm3, xmm6
@@ -13666,11 +13944,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm0
     psubw        xmm15, [rsp + 160]
     movdqa       xmm0, xmm1
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm0, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm1, xmm0
@@ -13686,12 +13964,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm14, [rsp]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, xmm0
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1184]
+    pmullw       xmm1, [rax - 96]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm14
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1200]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1152]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm1, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm0, xmm1
@@ -13822,22 +14100,25 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm15, xmm9
     psubw        xmm14, xmm12
     movdqa       xmm9, xmm15
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1248]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1264]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1216]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1232]
-    movdqu       xmm13, [rel pw_3329]                ; reload
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm13, [rax - 128]                  ; reload
     pmulhw       xmm9, xmm13
     pmulhw       xmm12, xmm13
     psubw        xmm15, xmm9
     psubw        xmm14, xmm12
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm9, [rax - 128]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rel pw_m10079 + 16]
-    pmulhw       xmm8, [rel pw_1441]
-    pmulhw       xmm10, [rel pw_1441 + 16]
+    pmullw       xmm12, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm9, xmm13
     pmulhw       xmm12, xmm13
     psubw        xmm8, xmm9
@@ -13849,21 +14130,24 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm11, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm11
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1312]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1408] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1280
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1328]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1280]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1296]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
     pmulhw       xmm1, xmm13
     pmulhw       xmm3, xmm13
     psubw        xmm11, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm9
-    pmullw       xmm1, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm1, [rax - 128]
     movdqa       xmm3, xmm12
-    pmullw       xmm3, [rel pw_m10079 + 16]
-    pmulhw       xmm9, [rel pw_1441]
-    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmullw       xmm3, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm1, xmm13
     pmulhw       xmm3, xmm13
     psubw        xmm9, xmm1
@@ -13877,22 +14161,25 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm5
     psubw        xmm3, [rsp]
     movdqa       xmm5, xmm6
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1376]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1472] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1344
+    pmullw       xmm5, [rax - 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1392]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1344]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1360]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm5, xmm13
     pmulhw       xmm9, xmm13
     psubw        xmm6, xmm5
     psubw        xmm3, xmm9
     movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel pw_m10079]
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    pmullw       xmm5, [rax - 128]
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rel pw_m10079 + 16]
-    pmulhw       xmm1, [rel pw_1441]
-    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmullw       xmm9, [rax - 112]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     pmulhw       xmm5, xmm13
     pmulhw       xmm9, xmm13
     psubw        xmm1, xmm5
@@ -13906,11 +14193,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm5
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1440]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1536] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1408
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm7, xmm2
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1456]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1408]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1424]
+    pmullw       xmm7, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm4, xmm13
     pmulhw       xmm7, xmm13
     psubw        xmm5, xmm4
@@ -13986,13 +14274,14 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm13, xmm8
     psubw        xmm4, [rsp + 64]
     movdqa       xmm6, xmm13
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1504]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1520]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1472]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1488]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     movdqa       [rsp + 64], xmm5                    ; spill
-    movdqu       xmm5, [rel pw_3329]                 ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm5, [rax - 128]                   ; reload
     pmulhw       xmm6, xmm5
     pmulhw       xmm8, xmm5
     psubw        xmm13, xmm6
@@ -14006,11 +14295,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm10, xmm7
     movdqa       xmm7, xmm6
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1568]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1664] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1536
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm15, xmm10
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1584]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1536]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1552]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm7, xmm5
     pmulhw       xmm15, xmm5
     psubw        xmm6, xmm7
@@ -14024,11 +14314,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm1
     psubw        xmm14, xmm0
     movdqa       xmm0, xmm7
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1632]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1648]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1600]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1616]
+    pmullw       xmm1, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm0, xmm5
     pmulhw       xmm1, xmm5
     psubw        xmm7, xmm0
@@ -14040,11 +14330,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm11, xmm9
     psubw        xmm3, xmm12
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1696]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm12, xmm3
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1712]
-    pmulhw       xmm11, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1664]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1680]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm3, [rax + 16]
     pmulhw       xmm9, xmm5
     pmulhw       xmm12, xmm5
     psubw        xmm11, xmm9
@@ -14085,13 +14375,14 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm9, xmm2
     psubw        xmm5, xmm12
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1760]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1776]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1728]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1744]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm5, [rax + 80]
     movdqa       [rsp + 160], xmm11                  ; spill
-    movdqu       xmm11, [rel pw_3329]                ; reload
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm11, [rax - 128]                  ; reload
     pmulhw       xmm2, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm9, xmm2
@@ -14105,11 +14396,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm2, xmm4
     psubw        xmm13, xmm8
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1824]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1920] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1792
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1840]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1792]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1808]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm4, xmm11
     pmulhw       xmm8, xmm11
     psubw        xmm2, xmm4
@@ -14123,11 +14415,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, xmm6
     psubw        xmm10, xmm15
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1888]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm15, xmm10
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1904]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1856]
-    pmulhw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1872]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm6, xmm11
     pmulhw       xmm15, xmm11
     psubw        xmm4, xmm6
@@ -14139,11 +14431,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm7
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1952]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1968]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1920]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1936]
+    pmullw       xmm1, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm0, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm7, xmm0
@@ -14155,12 +14447,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm3, [rsp + 160]
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2016]
+    pmullw       xmm5, [rax + 96]
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, xmm9
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2032]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1984]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2000]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     pmulhw       xmm5, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm3, xmm5
@@ -14174,11 +14466,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm12
     psubw        xmm2, xmm13
     movdqa       xmm12, xmm1
-    pmullw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2080]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2048
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, xmm2
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2096]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2048]
-    pmulhw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2064]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm12, xmm11
     pmulhw       xmm13, xmm11
     psubw        xmm1, xmm12
@@ -14192,11 +14485,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm8
     psubw        xmm4, xmm10
     movdqa       xmm8, xmm12
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2144]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2160]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2112]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2128]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm8, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm12, xmm8
@@ -14208,11 +14501,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm7, xmm14
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2208]
+    pmullw       xmm14, [rax + 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2224]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2176]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2192]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm14, xmm11
     pmulhw       xmm15, xmm11
     psubw        xmm6, xmm14
@@ -14223,8 +14516,9 @@ kg_mlkem3329_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm15
     psraw        xmm7, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm15, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm15, [rax - 112]
     psubw        xmm0, xmm14
     psubw        xmm15, xmm7
     movdqa       [rsp + 160], xmm4                   ; spill
@@ -14246,11 +14540,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm15, xmm9
     movdqa       xmm5, xmm0
-    pmullw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2272]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2240
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm7, xmm15
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2288]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2240]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2256]
+    pmullw       xmm7, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm5, xmm11
     pmulhw       xmm7, xmm11
     psubw        xmm0, xmm5
@@ -14263,11 +14558,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm3, xmm1
     psubw        xmm7, xmm2
     movdqa       xmm1, xmm3
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2272]
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm2, xmm7
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2288]
-    pmulhw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2240]
-    pmulhw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2256]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm1, xmm11
     pmulhw       xmm2, xmm11
     psubw        xmm3, xmm1
@@ -14277,8 +14572,9 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm2, 12
     movdqa       xmm14, xmm13
     psraw        xmm14, 12
-    pand         xmm1, [rel pw_4095]
-    pand         xmm13, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm1, [rax - 128]
+    pand         xmm13, [rax - 112]
     psubw        xmm1, xmm2
     psubw        xmm13, xmm14
     movdqa       [rsp + 32], xmm7                    ; spill
@@ -14300,11 +14596,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm13, xmm10
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2336]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2304
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2352]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2304]
-    pmulhw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2320]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm7, xmm11
     pmulhw       xmm8, xmm11
     psubw        xmm1, xmm7
@@ -14317,12 +14614,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, [rsp]
     psubw        xmm8, [rsp + 64]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2336]
+    pmullw       xmm14, [rax - 96]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2352]
-    pmulhw       xmm12, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2304]
-    pmulhw       xmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2320]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm14, xmm11
     pmulhw       xmm13, xmm11
     psubw        xmm12, xmm14
@@ -14331,8 +14628,9 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm13, 12
     movdqa       xmm14, xmm6
     psraw        xmm14, 12
-    pand         xmm4, [rel pw_4095]
-    pand         xmm6, [rel pw_4095 + 16]
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    pand         xmm4, [rax - 128]
+    pand         xmm6, [rax - 112]
     psubw        xmm4, xmm13
     psubw        xmm6, xmm14
     movdqa       [rsp + 160], xmm8                   ; spill
@@ -14351,8 +14649,8 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm8, 12
     movdqa       xmm12, xmm3
     psraw        xmm12, 12
-    pand         xmm2, [rel pw_4095]
-    pand         xmm3, [rel pw_4095 + 16]
+    pand         xmm2, [rax - 128]
+    pand         xmm3, [rax - 112]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm12
     movdqa       xmm13, xmm8
@@ -14372,11 +14670,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, xmm2
     psubw        xmm6, xmm3
     movdqa       xmm2, xmm4
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2400]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2496] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2368
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm6
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm4, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm4, xmm2
@@ -14388,11 +14687,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm9, xmm10
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm10, xmm9
-    pmullw       xmm10, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm7, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm5, xmm7
@@ -14404,11 +14703,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm1
     psubw        xmm15, [rsp + 64]
     movdqa       xmm1, xmm0
-    pmullw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm15, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm1, xmm11
     pmulhw       xmm13, xmm11
     psubw        xmm0, xmm1
@@ -14424,12 +14723,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm14, [rsp + 160]
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm1
-    pmullw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2400]
+    pmullw       xmm0, [rax - 96]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmullw       xmm9, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2416]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368]
-    pmulhw       xmm14, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm0, xmm11
     pmulhw       xmm9, xmm11
     psubw        xmm1, xmm0
@@ -14464,37 +14763,43 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm4
@@ -14512,37 +14817,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm4
@@ -14560,37 +14872,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm4
@@ -14608,37 +14927,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm4
@@ -14656,37 +14982,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm4
@@ -14704,37 +15037,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm4
@@ -14752,37 +15092,44 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm4
@@ -14800,25 +15147,29 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2464]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2480]
-    pmulhw       xmm0, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432]
-    pmulhw       xmm1, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2448]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    pmulhw       xmm2, [rel pw_20159]
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
     movdqa       xmm2, xmm0                          ; barrett: the output range asked for
@@ -14829,8 +15180,8 @@ kg_mlkem3329_ntt_inverse_sse:
     paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm4
@@ -14849,24 +15200,30 @@ kg_mlkem3329_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_sse.end - kg_mlkem3329_reduce_barrett_sse)
 align 32
 kg_mlkem3329_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_20159]                ; held in a register: read 16 times
+    movdqu       xmm5, [rel pw_20159 + 16]           ; held in a register: read 16 times
+    movdqu       xmm6, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_512 + 16]             ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_3329]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -14874,15 +15231,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -14890,15 +15247,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -14906,15 +15263,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -14922,15 +15279,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -14938,15 +15295,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -14954,15 +15311,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -14970,15 +15327,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -14986,15 +15343,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -15002,15 +15359,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -15018,15 +15375,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -15034,15 +15391,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -15050,15 +15407,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -15066,15 +15423,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -15082,15 +15439,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -15098,15 +15455,15 @@ kg_mlkem3329_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm8
+    pmullw       xmm3, xmm9
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -15121,20 +15478,22 @@ kg_mlkem3329_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-5}, flags
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_sse.end - kg_mlkem3329_reduce_special_sse)
 align 32
 kg_mlkem3329_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm6, [rel pw_4095]                 ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_4095 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15155,8 +15514,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15177,8 +15536,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15199,8 +15558,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15221,8 +15580,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15243,8 +15602,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15265,8 +15624,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15287,8 +15646,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15309,8 +15668,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15331,8 +15690,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15353,8 +15712,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15375,8 +15734,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15397,8 +15756,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15419,8 +15778,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15441,8 +15800,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15463,8 +15822,8 @@ kg_mlkem3329_reduce_special_sse:
     psraw        xmm2, 12
     movdqa       xmm3, xmm1
     psraw        xmm3, 12
-    pand         xmm0, [rel pw_4095]
-    pand         xmm1, [rel pw_4095 + 16]
+    pand         xmm0, xmm6
+    pand         xmm1, xmm7
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm4, xmm2
@@ -15489,32 +15848,38 @@ kg_mlkem3329_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_sse.end - kg_mlkem3329_freeze_sse)
 align 32
 kg_mlkem3329_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_3329]                 ; held in a register: read 32 times
+    movdqu       xmm5, [rel pw_3329 + 16]            ; held in a register: read 32 times
+    movdqu       xmm6, [rel pw_20159]                ; held in a register: read 16 times
+    movdqu       xmm7, [rel pw_20159 + 16]           ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -15522,23 +15887,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -15546,23 +15911,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -15570,23 +15935,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -15594,23 +15959,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
@@ -15618,23 +15983,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
@@ -15642,23 +16007,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
@@ -15666,23 +16031,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
@@ -15690,23 +16055,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
@@ -15714,23 +16079,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
@@ -15738,23 +16103,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
@@ -15762,23 +16127,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
@@ -15786,23 +16151,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
@@ -15810,23 +16175,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
@@ -15834,23 +16199,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
@@ -15858,23 +16223,23 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_20159]
+    pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    pmulhw       xmm3, xmm7
+    paddw        xmm2, xmm8
+    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
@@ -15889,13 +16254,16 @@ kg_mlkem3329_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_sse.end - kg_mlkem3329_mulmod_shoup_sse)
 align 32
 kg_mlkem3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -15911,9 +16279,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -15933,9 +16301,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -15955,9 +16323,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -15977,9 +16345,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -15999,9 +16367,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -16021,9 +16389,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -16043,9 +16411,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -16065,9 +16433,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -16087,9 +16455,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -16109,9 +16477,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -16131,9 +16499,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -16153,9 +16521,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -16175,9 +16543,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -16197,9 +16565,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -16219,9 +16587,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -16241,9 +16609,9 @@ kg_mlkem3329_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1
@@ -16258,13 +16626,18 @@ kg_mlkem3329_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_sse.end - kg_mlkem3329_muladd_shoup_sse)
 align 32
 kg_mlkem3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
+    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
+    movdqu       xmm0, [rax - 128]                   ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -16284,15 +16657,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -16316,15 +16689,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -16348,15 +16721,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -16380,15 +16753,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -16412,15 +16785,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -16444,15 +16817,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -16476,15 +16849,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -16508,15 +16881,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -16540,15 +16913,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -16572,15 +16945,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -16604,15 +16977,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -16636,15 +17009,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -16668,15 +17041,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -16700,15 +17073,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -16732,15 +17105,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_6658]
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_6658 + 16]
+    psubw        xmm4, xmm8
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_3329]
+    psubw        xmm3, xmm9
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_3329 + 16]
+    psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -16764,15 +17137,15 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_6658]
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_6658 + 16]
+    psubw        xmm3, xmm8
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_3329]
+    psubw        xmm0, xmm9
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_3329 + 16]
+    psubw        xmm3, xmm10
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 480], xmm1

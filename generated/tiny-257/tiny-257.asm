@@ -185,7 +185,7 @@ section .text
 ;   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-5}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -200,26 +200,27 @@ kg_tiny257_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
     vmovdqu      ymm4, [rdi + 96]
-    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 128] ; addresses kg_tiny257_ntt_forward_twiddles_avx2 near byte 0
+    vpmullw      ymm5, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 32]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2]
+    vpmullw      ymm3, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 96]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 64]
+    vpmullw      ymm3, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -228,14 +229,15 @@ kg_tiny257_ntt_forward_avx2:
     vperm2i128   ymm3, ymm4, ymm3, 49
     vperm2i128   ymm4, ymm5, ymm1, 32
     vperm2i128   ymm1, ymm5, ymm1, 49
-    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 224]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 192]
+    vpmullw      ymm5, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm2, ymm3                    ; layer 2
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 256]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 384] ; addresses kg_tiny257_ntt_forward_twiddles_avx2 near byte 256
+    vpmullw      ymm3, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
@@ -244,14 +246,14 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm5, ymm2
     vpunpcklwd   ymm5, ymm3, ymm1
     vpunpckhwd   ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 320]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 416]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 384]
+    vpmullw      ymm4, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm1                    ; layer 3
@@ -260,14 +262,15 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm3, ymm2
     vpunpcklwd   ymm3, ymm4, ymm1
     vpunpckhwd   ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 448]
+    vpmullw      ymm4, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 4
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 512]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 640] ; addresses kg_tiny257_ntt_forward_twiddles_avx2 near byte 512
+    vpmullw      ymm5, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm1                    ; layer 4
@@ -276,14 +279,14 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm4, ymm2
     vpunpcklwd   ymm4, ymm5, ymm1
     vpunpckhwd   ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 576]
+    vpmullw      ymm5, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 5
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 672]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 640]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm4, ymm0                    ; layer 5
@@ -304,7 +307,7 @@ kg_tiny257_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
@@ -315,8 +318,9 @@ kg_tiny257_basemul_avx2:
     vmovdqu      ymm2, [rsi + 32]
     vmovdqu      ymm3, [rdx]
     vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, [rel pw_m255]
-    vpmullw      ymm6, ymm4, [rel pw_m255]
+    lea          rax, [rel pw_m255 + 128]            ; addresses pw_m255 near byte 0
+    vpmullw      ymm5, ymm3, [rax - 128]
+    vpmullw      ymm6, ymm4, [rax - 128]
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -331,8 +335,8 @@ kg_tiny257_basemul_avx2:
     vmovdqu      ymm2, [rsi + 96]
     vmovdqu      ymm3, [rdx + 64]
     vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, [rel pw_m255]
-    vpmullw      ymm6, ymm4, [rel pw_m255]
+    vpmullw      ymm5, ymm3, [rax - 128]
+    vpmullw      ymm6, ymm4, [rax - 128]
     vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
     vpmulhw      ymm1, ymm1, ymm3
@@ -355,7 +359,7 @@ kg_tiny257_basemul_avx2:
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-5}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -372,8 +376,9 @@ kg_tiny257_ntt_inverse_avx2:
     vmovdqu      ymm4, [rdi + 96]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 5
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 32]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 0
+    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm5, [rel pw_1020]
@@ -382,8 +387,8 @@ kg_tiny257_ntt_inverse_avx2:
     vpsubw       ymm2, ymm5, ymm2
     vpaddw       ymm5, ymm3, ymm4                    ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 64]
+    vpmullw      ymm4, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm5, [rel pw_1020]
@@ -400,14 +405,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendw     ymm3, ymm4, ymm3, 170
     vpaddw       ymm4, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 160]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 128]
+    vpmullw      ymm5, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 192]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpsllq       ymm3, ymm1, 32
@@ -420,14 +425,15 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendd     ymm2, ymm5, ymm2, 170
     vpaddw       ymm5, ymm3, ymm1                    ; layer 3
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 256]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm3, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 320]
+    vpmullw      ymm4, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpunpcklqdq  ymm4, ymm5, ymm1
@@ -436,14 +442,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpunpckhqdq  ymm2, ymm3, ymm2
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
     vpsubw       ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 416]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 384]
+    vpmullw      ymm4, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 2
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 448]
+    vpmullw      ymm5, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vperm2i128   ymm5, ymm3, ymm1, 32
@@ -452,26 +458,27 @@ kg_tiny257_ntt_inverse_avx2:
     vperm2i128   ymm2, ymm4, ymm2, 49
     vpaddw       ymm4, ymm5, ymm1                    ; layer 1
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 512]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 512
+    vpmullw      ymm5, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 1
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 576]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 0
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640]
+    vpmullw      ymm5, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 672]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640]
+    vpmullw      ymm2, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm3
@@ -489,38 +496,44 @@ kg_tiny257_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-1}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
 align 32
 kg_tiny257_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; barrett
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; barrett
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -534,7 +547,7 @@ kg_tiny257_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-1}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
 align 32
@@ -542,22 +555,23 @@ kg_tiny257_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 8                       ; special
-    vpand        ymm0, ymm0, [rel pw_255]
+    lea          rax, [rel pw_255 + 128]             ; addresses pw_255 near byte 0
+    vpand        ymm0, ymm0, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsraw       ymm1, ymm0, 8                       ; special
-    vpand        ymm0, ymm0, [rel pw_255]
+    vpand        ymm0, ymm0, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsraw       ymm1, ymm0, 8                       ; special
-    vpand        ymm0, ymm0, [rel pw_255]
+    vpand        ymm0, ymm0, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsraw       ymm1, ymm0, 8                       ; special
-    vpand        ymm0, ymm0, [rel pw_255]
+    vpand        ymm0, ymm0, [rax - 128]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -571,50 +585,55 @@ kg_tiny257_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, flags
+;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_freeze_avx2:function KERNGEN_VISIBILITY (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
 align 32
 kg_tiny257_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm2, [rel pw_257]                  ; held in a register: read 8 times
     vmovdqu      ymm0, [rdi]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_257]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_257]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_257]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
     vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_257]
+    vpand        ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -628,13 +647,14 @@ kg_tiny257_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_avx2.end - kg_tiny257_mulmod_shoup_avx2)
 align 32
 kg_tiny257_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm0, [rel pw_257]                  ; q = 257
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 257
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
     vmovdqu      ymm3, [rcx]
@@ -642,7 +662,7 @@ kg_tiny257_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -652,7 +672,7 @@ kg_tiny257_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -662,7 +682,7 @@ kg_tiny257_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -672,7 +692,7 @@ kg_tiny257_mulmod_shoup_avx2:
     vpmullw      ymm1, ymm1, ymm2
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -686,13 +706,14 @@ kg_tiny257_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
 align 32
 kg_tiny257_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm0, [rel pw_257]                  ; q = 257
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vmovdqu      ymm0, [rax - 128]                   ; q = 257
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
     vmovdqu      ymm3, [rcx]
@@ -702,9 +723,11 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
+    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -716,9 +739,11 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
+    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -732,7 +757,7 @@ kg_tiny257_muladd_shoup_avx2:
     vpaddw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -746,7 +771,7 @@ kg_tiny257_muladd_shoup_avx2:
     vpaddw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -761,7 +786,7 @@ kg_tiny257_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-10}, flags
+;   clobbers: xmm{0-10}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -781,11 +806,12 @@ kg_tiny257_ntt_forward_sse:
     movdqu       xmm7, [rdi + 96]
     movdqu       xmm8, [rdi + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 32]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_sse + 128] ; addresses kg_tiny257_ntt_forward_twiddles_sse near byte 0
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm5, xmm9
@@ -797,11 +823,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm5, xmm7
-    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 32]
+    pmullw       xmm5, [rax - 96]
     movdqa       xmm6, xmm8
-    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 48]
-    pmulhw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse]
-    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 16]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm5
@@ -813,11 +839,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm3, xmm7
     psubw        xmm4, xmm8
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 112]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 64]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -829,11 +855,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm9, xmm5
     psubw        xmm10, xmm6
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 160]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 176]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 128]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 144]
+    pmullw       xmm6, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm4, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -845,11 +871,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 224]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 240]
-    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 192]
-    pmulhw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 208]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm10, [rax + 80]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm8, xmm3
@@ -861,11 +887,12 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm7, xmm8
     psubw        xmm9, xmm10
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 288]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_sse + 384] ; addresses kg_tiny257_ntt_forward_twiddles_sse near byte 256
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm10, xmm2
-    pmullw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 304]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 256]
-    pmulhw       xmm2, [rel kg_tiny257_ntt_forward_twiddles_sse + 272]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm8, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm6, xmm8
@@ -889,11 +916,11 @@ kg_tiny257_ntt_forward_sse:
     punpckhwd    xmm8, xmm5
     punpckhwd    xmm10, xmm1
     movdqa       xmm1, xmm3
-    pmullw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 352]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 368]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 320]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 336]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm1, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm3, xmm1
@@ -905,11 +932,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm6, xmm4
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 416]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 432]
-    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 384]
-    pmulhw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 400]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm10, [rax + 16]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm8, xmm3
@@ -933,11 +960,11 @@ kg_tiny257_ntt_forward_sse:
     punpckhwd    xmm3, xmm7
     punpckhwd    xmm4, xmm9
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 480]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 496]
-    pmulhw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 448]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 464]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm1, [rax + 64]
+    pmulhw       xmm5, [rax + 80]
     pmulhw       xmm7, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm7
@@ -949,11 +976,12 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm8, xmm1
     psubw        xmm10, xmm5
     movdqa       xmm1, xmm3
-    pmullw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 544]
+    lea          rax, [rel kg_tiny257_ntt_forward_twiddles_sse + 640] ; addresses kg_tiny257_ntt_forward_twiddles_sse near byte 512
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm5, xmm4
-    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 560]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 512]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 528]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm1, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm3, xmm1
@@ -977,11 +1005,11 @@ kg_tiny257_ntt_forward_sse:
     punpckhwd    xmm1, xmm2
     punpckhwd    xmm5, xmm6
     movdqa       xmm2, xmm7
-    pmullw       xmm2, [rel kg_tiny257_ntt_forward_twiddles_sse + 608]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 624]
-    pmulhw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 576]
-    pmulhw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 592]
+    pmullw       xmm6, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm2, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm7, xmm2
@@ -993,11 +1021,11 @@ kg_tiny257_ntt_forward_sse:
     psubw        xmm3, xmm7
     psubw        xmm4, xmm9
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 672]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 688]
-    pmulhw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 640]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 656]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm7, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm7
@@ -1027,7 +1055,7 @@ kg_tiny257_ntt_forward_sse:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-12}, flags
+;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_sse:function KERNGEN_VISIBILITY (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
 align 32
@@ -1043,13 +1071,14 @@ kg_tiny257_basemul_sse:
     movdqu       xmm7, [rdx + 32]
     movdqu       xmm8, [rdx + 48]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m255]
+    lea          rax, [rel pw_m255 + 128]            ; addresses pw_m255 near byte 0
+    pmullw       xmm9, [rax - 128]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m255 + 16]
+    pmullw       xmm10, [rax - 112]
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m255]
+    pmullw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m255 + 16]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -1079,13 +1108,13 @@ kg_tiny257_basemul_sse:
     movdqu       xmm7, [rdx + 96]
     movdqu       xmm8, [rdx + 112]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rel pw_m255]
+    pmullw       xmm9, [rax - 128]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel pw_m255 + 16]
+    pmullw       xmm10, [rax - 112]
     movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m255]
+    pmullw       xmm11, [rax - 128]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m255 + 16]
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     pmullw       xmm11, xmm3
@@ -1117,7 +1146,7 @@ kg_tiny257_basemul_sse:
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-11}, flags
+;   clobbers: xmm{0-11}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -1143,21 +1172,24 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 32]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 128] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 0
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 48]
-    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse]
-    pmulhw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 16]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm9
-    pmullw       xmm3, [rel pw_1020]
+    lea          rax, [rel pw_1020 + 128]            ; addresses pw_1020 near byte 0
+    pmullw       xmm3, [rax - 128]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rel pw_1020 + 16]
-    pmulhw       xmm9, [rel pw_m4]
-    pmulhw       xmm10, [rel pw_m4 + 16]
+    pmullw       xmm4, [rax - 112]
+    lea          rax, [rel pw_m4 + 128]              ; addresses pw_m4 near byte 0
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm9, xmm3
@@ -1169,11 +1201,12 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 96]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 192] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 64
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 112]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 64]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 80]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -1219,11 +1252,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm11, xmm9
     psubw        xmm7, xmm10
     movdqa       xmm6, xmm11
-    pmullw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 160]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 176]
-    pmulhw       xmm11, [rel kg_tiny257_ntt_inverse_twiddles_sse + 128]
-    pmulhw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 144]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm11, xmm6
@@ -1235,11 +1268,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm8, xmm3
     psubw        xmm1, xmm4
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 224]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 240]
-    pmulhw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 192]
-    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 208]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm8, xmm3
@@ -1275,11 +1308,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm3, xmm5
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 288]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 304]
-    pmulhw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 256]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 272]
+    pmullw       xmm5, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm10, xmm2
@@ -1291,11 +1324,12 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm11, xmm6
     psubw        xmm4, xmm9
     movdqa       xmm6, xmm11
-    pmullw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 352]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 448] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 320
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 368]
-    pmulhw       xmm11, [rel kg_tiny257_ntt_inverse_twiddles_sse + 320]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 336]
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     pmulhw       xmm6, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm11, xmm6
@@ -1319,11 +1353,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm6, xmm1
     psubw        xmm8, xmm7
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 416]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 432]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 384]
-    pmulhw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 400]
+    pmullw       xmm7, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm1, xmm0
     pmulhw       xmm7, xmm0
     psubw        xmm6, xmm1
@@ -1335,11 +1369,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm3, xmm2
     psubw        xmm9, xmm5
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 480]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm5, xmm9
-    pmullw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 496]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 448]
-    pmulhw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 464]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm9, [rax + 16]
     pmulhw       xmm2, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm3, xmm2
@@ -1351,11 +1385,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm6, xmm8
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 544]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 560]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 512]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 528]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm8, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm4, xmm8
@@ -1367,11 +1401,12 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm3, xmm9
     movdqa       xmm7, xmm1
-    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 608]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 704] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 576
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 624]
-    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 576]
-    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 592]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm7, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm7
@@ -1383,11 +1418,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm2, xmm8
     psubw        xmm5, xmm10
     movdqa       xmm8, xmm2
-    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm8, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm2, xmm8
@@ -1399,11 +1434,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm4, xmm1
     psubw        xmm6, xmm3
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 672]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm3, xmm6
-    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 688]
-    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 640]
-    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 656]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm4, xmm1
@@ -1426,7 +1461,7 @@ kg_tiny257_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
 align 32
@@ -1435,15 +1470,18 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -1451,15 +1489,18 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -1467,15 +1508,18 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -1490,8 +1534,8 @@ kg_tiny257_reduce_barrett_sse:
     paddw        xmm3, [rel pw_64 + 16]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    pmullw       xmm2, [rax - 128]
+    pmullw       xmm3, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -1506,7 +1550,7 @@ kg_tiny257_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_special_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
 align 32
@@ -1518,8 +1562,9 @@ kg_tiny257_reduce_special_sse:
     psraw        xmm2, 8
     movdqa       xmm3, xmm1
     psraw        xmm3, 8
-    pand         xmm0, [rel pw_255]
-    pand         xmm1, [rel pw_255 + 16]
+    lea          rax, [rel pw_255 + 128]             ; addresses pw_255 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -1530,8 +1575,8 @@ kg_tiny257_reduce_special_sse:
     psraw        xmm2, 8
     movdqa       xmm3, xmm1
     psraw        xmm3, 8
-    pand         xmm0, [rel pw_255]
-    pand         xmm1, [rel pw_255 + 16]
+    pand         xmm0, [rax - 128]
+    pand         xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -1542,8 +1587,8 @@ kg_tiny257_reduce_special_sse:
     psraw        xmm2, 8
     movdqa       xmm3, xmm1
     psraw        xmm3, 8
-    pand         xmm0, [rel pw_255]
-    pand         xmm1, [rel pw_255 + 16]
+    pand         xmm0, [rax - 128]
+    pand         xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -1554,8 +1599,8 @@ kg_tiny257_reduce_special_sse:
     psraw        xmm2, 8
     movdqa       xmm3, xmm1
     psraw        xmm3, 8
-    pand         xmm0, [rel pw_255]
-    pand         xmm1, [rel pw_255 + 16]
+    pand         xmm0, [rax - 128]
+    pand         xmm1, [rax - 112]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -1570,32 +1615,36 @@ kg_tiny257_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, flags
+;   clobbers: xmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_freeze_sse:function KERNGEN_VISIBILITY (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
 align 32
 kg_tiny257_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm4, [rel pw_257]                  ; held in a register: read 8 times
+    movdqu       xmm5, [rel pw_257 + 16]             ; held in a register: read 8 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_257]
-    pand         xmm3, [rel pw_257 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -1603,23 +1652,25 @@ kg_tiny257_freeze_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_257]
-    pand         xmm3, [rel pw_257 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -1627,23 +1678,25 @@ kg_tiny257_freeze_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_32640]
+    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    pmulhw       xmm3, [rax - 112]
+    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_257]
-    pand         xmm3, [rel pw_257 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -1654,20 +1707,20 @@ kg_tiny257_freeze_sse:
     pmulhw       xmm2, [rel pw_32640]
     movdqa       xmm3, xmm1
     pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rel pw_64]
-    paddw        xmm3, [rel pw_64 + 16]
+    paddw        xmm2, [rax - 128]
+    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rel pw_257]
-    pmullw       xmm3, [rel pw_257 + 16]
+    pmullw       xmm2, xmm4
+    pmullw       xmm3, xmm5
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
     psraw        xmm2, 15
     movdqa       xmm3, xmm1
     psraw        xmm3, 15
-    pand         xmm2, [rel pw_257]
-    pand         xmm3, [rel pw_257 + 16]
+    pand         xmm2, xmm4
+    pand         xmm3, xmm5
     paddw        xmm0, xmm2
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -1682,13 +1735,14 @@ kg_tiny257_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_sse.end - kg_tiny257_mulmod_shoup_sse)
 align 32
 kg_tiny257_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 257
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -1704,9 +1758,9 @@ kg_tiny257_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -1726,9 +1780,9 @@ kg_tiny257_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -1748,9 +1802,9 @@ kg_tiny257_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -1770,9 +1824,9 @@ kg_tiny257_mulmod_shoup_sse:
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_257]
+    psubw        xmm0, [rax - 128]
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_257 + 16]
+    psubw        xmm3, [rax - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 96], xmm1
@@ -1787,13 +1841,14 @@ kg_tiny257_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_sse.end - kg_tiny257_muladd_shoup_sse)
 align 32
 kg_tiny257_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    movdqu       xmm0, [rax - 128]                   ; q = 257
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -1813,15 +1868,17 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_514]
+    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_514 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -1845,15 +1902,17 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_514]
+    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_514 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -1877,15 +1936,17 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_514]
+    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_514 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, [rel pw_257]
+    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
+    psubw        xmm3, [rax - 128]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rel pw_257 + 16]
+    psubw        xmm4, [rax - 112]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -1915,9 +1976,9 @@ kg_tiny257_muladd_shoup_sse:
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rel pw_257]
+    psubw        xmm0, [rax - 128]
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rel pw_257 + 16]
+    psubw        xmm3, [rax - 112]
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 96], xmm1

@@ -10,6 +10,7 @@ text, and nothing here knows an ISA or an ABI: a `Kernel` carries the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .ops import spec
@@ -66,10 +67,21 @@ class StackBase:
 
 
 @dataclass(frozen=True)
+class Pointer:
+    """A general register holding the address of byte `bias` of a table: an
+    access within a signed byte of it is encoded as [register + disp8], three
+    bytes shorter than a RIP-relative disp32."""
+
+    register: int  # GPR number
+    bias: int
+
+
+@dataclass(frozen=True)
 class Mem:
     base: ArgBase | TableBase | StackBase
     offset: int
     size: int  # bytes accessed
+    pointer: Pointer | None = None  # how a table access is encoded (None: RIP-relative); the address is the same
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,30 @@ class Kernel:
     target: Target
     extensions: frozenset[str]
     spill_slots: int = 0
+
+    @cached_property
+    def executed(self) -> tuple[Instr, ...]:
+        """The instructions one call runs, in order: the body with its loops
+        unrolled and its address registers followed (`ir.stream`), which is
+        the stream the verifier proves."""
+        from .stream import run_stream
+
+        if not any(spec(ins.op).cls in ("address", "control") for ins in self.body):
+            return self.body
+        return run_stream(self.body, self.target.abi, len(self.args))
+
+    @property
+    def loops(self) -> tuple[tuple[int, int], ...]:
+        """(iterations, instructions) of each loop the body was rolled into."""
+        top: dict[int, int] = {}
+        found = []
+        for i, ins in enumerate(self.body):
+            if ins.op == "repeat":
+                top[ins.operands[2].value] = i
+            elif ins.op == "repeat_end":
+                head = top[ins.operands[1].value]
+                found.append((self.body[head].operands[1].value, i - head - 1))
+        return tuple(found)
 
     @property
     def vex(self) -> bool:

@@ -256,7 +256,7 @@ class Needs:
 class Op:
     name: str  # IR opcode
     slots: tuple[Slot, ...]
-    cls: str  # "alu", "mul", "shuffle", "load", "store", "clmul", "move"
+    cls: str  # "alu", "mul", "shuffle", "load", "store", "clmul", "move", "address", "control"
     vex: str | None  # VEX mnemonic; None: no VEX form
     legacy: str | None  # legacy (SSE or general-purpose) mnemonic; None: no legacy form
     tied: bool  # the legacy form's destination is also its first source
@@ -440,6 +440,12 @@ _row("vpclmulqdq", _VEX3I, "clmul", "vpclmulqdq", "pclmulqdq",
 # general-purpose registers, and moves between them and vectors
 _GPR = _needs(None, None)
 _row("mov", "w:g,r:gm", "move", None, "mov", _GPR)
+_row("lea", "w:g,r:m", "address", None, "lea", _GPR)  # an address into a register: no memory access
+_row("add", "rw:g,r:i", "address", None, "add", _GPR)  # moves an address register along (`passes.roll`)
+# a rolled loop (`passes.roll`): `repeat c, k, id` sets counter c to k and labels the loop's top;
+# `repeat_end c, id` counts c down and branches back while it is nonzero (`printer` spells both)
+_row("repeat", "w:g,r:i,r:i", "control", None, "mov", _GPR)
+_row("repeat_end", "rw:g,r:i", "control", None, "dec", _GPR)
 _row("mov_store", "w:m,r:g", "store", None, "mov", _GPR)
 _row("xor", "rw:g,r:gm", "alu", None, "xor", _GPR)
 _row("and", "rw:g,r:gm", "alu", None, "and", _GPR)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from ..core.errors import CheckError
 from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
 from ..ir.ops import spec
+from ..ir.stream import run_stream
+from ..target.abi import Abi
 
 
 def _fits(kind: str, op) -> bool:
@@ -38,12 +40,26 @@ def check_operands(body: tuple[Instr, ...] | list[Instr], nargs: int, allocated:
                 raise CheckError(f"{where}: argument {op.base.index} does not exist")
 
 
+def check_encoding(encoded: list[Instr], verified: tuple[Instr, ...], abi: Abi, nargs: int) -> None:
+    """The encoded body runs exactly the verified stream: rolling
+    (`passes.roll`) and addressing through registers (`passes.encoding`)
+    change how the kernel is written, never what it runs."""
+    ran = run_stream(encoded, abi, nargs)
+    bad = next((i for i, (a, b) in enumerate(zip(ran, verified)) if (a.op, a.operands) != (b.op, b.operands)), None)
+    if bad is not None:
+        raise CheckError(f"the encoded body's instruction {bad} as it runs differs from verified instruction {bad}")
+    if len(ran) != len(verified):
+        raise CheckError(f"the encoded body runs {len(ran)} instructions, the verified stream has {len(verified)}")
+
+
 def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tuple[Table, ...],
                  spill_slots: int) -> None:
     """Every access inside its buffer; stores only into out/inout arguments and the stack."""
     sizes = {t.label: t.elem_bytes * len(t.values) for t in tables}
     for i, ins in enumerate(body):
         s = spec(ins.op)
+        if s.cls == "address":  # no access
+            continue
         for k, op in enumerate(ins.operands):
             if not isinstance(op, Mem):
                 continue

@@ -1,6 +1,10 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
-    check -> legalise -> allocate -> check allocated -> required ISA -> verify
+    check -> legalise -> allocate -> promote constants -> check allocated
+          -> required ISA -> verify -> roll -> point tables -> check encoding
+
+The last three write the verified stream shorter (loops, addresses through
+registers) and prove that it still runs exactly that stream.
 
 Each pass is a named function over one `Unit` of work; `compile_kernel`
 runs them in order. Families call nothing else: the same pipeline serves
@@ -9,6 +13,7 @@ every family, ISA and ABI, which arrive in the `Target`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..core.contract import Bound, Contract
@@ -18,7 +23,9 @@ from ..ir.ops import spec
 from ..target.abi import RBP
 from ..target.target import Target
 from .allocate import RegisterPools, allocate
-from .check import check_memory, check_operands
+from .check import check_encoding, check_memory, check_operands
+from .encoding import point_tables, promote_constants
+from .roll import roll
 from .legalise import legalise
 from .verify import Proof, Verification, verify_kernel
 
@@ -59,6 +66,10 @@ def _allocate(u: Unit) -> None:
     u.body, u.spill_slots = list(result.body), result.spill_slots
 
 
+def _promote_constants(u: Unit) -> None:
+    u.body = promote_constants(u.body, u.target.isa.vector_registers, u.target.abi)
+
+
 def _check_allocated(u: Unit) -> None:
     check_operands(u.body, len(u.args), allocated=True)
     check_memory(tuple(u.body), u.args, tuple(u.builder.tables.values()), u.spill_slots)
@@ -82,13 +93,32 @@ def _verify(u: Unit) -> None:
         u.proof = verify_kernel(u.kernel, v.inputs, v.modulus, v.signed, v.shoup_pairs)
 
 
+def _roll(u: Unit) -> None:
+    u.body = roll(u.body, u.target.abi, len(u.args))
+
+
+def _point_tables(u: Unit) -> None:
+    u.body = point_tables(u.body, u.target.abi.scratch_gprs(len(u.args)))
+
+
+def _check_encoding(u: Unit) -> None:
+    verified = u.kernel.body
+    if tuple(u.body) != verified:
+        check_encoding(u.body, verified, u.target.abi, len(u.args))
+        u.kernel = dataclasses.replace(u.kernel, body=tuple(u.body))
+
+
 PASSES = (
     ("check", _check),
     ("legalise", _legalise),
     ("allocate", _allocate),
+    ("promote constants", _promote_constants),
     ("check allocated", _check_allocated),
     ("required ISA", _required_isa),
     ("verify", _verify),
+    ("roll", _roll),
+    ("point tables", _point_tables),
+    ("check encoding", _check_encoding),
 )
 
 

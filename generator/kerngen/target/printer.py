@@ -42,29 +42,51 @@ def operand_text(op, target: Target, explicit_size: bool, dialect: Dialect = NAS
     if isinstance(op, Imm):
         return str(op.value) if op.value < 256 else hex(op.value)
     if isinstance(op, Mem):
+        offset = op.offset
         if isinstance(op.base, ArgBase):
             inner = GPR_NAMES[target.abi.arg_home(op.base.index)]
+        elif isinstance(op.base, TableBase) and op.pointer is not None:
+            inner, offset = GPR_NAMES[op.pointer.register], op.offset - op.pointer.bias
         elif isinstance(op.base, TableBase):
             inner = dialect.table_base or "rel " + op.base.label
         elif isinstance(op.base, StackBase):
             inner = "rsp"
         else:  # pragma: no cover - the IR has no other bases
             raise TypeError(op.base)
-        text = f"[{inner} + {op.offset}]" if op.offset else f"[{inner}]"
+        text = f"[{inner} {'-' if offset < 0 else '+'} {abs(offset)}]" if offset else f"[{inner}]"
         return f"{dialect.sizes[op.size]} {text}" if explicit_size else text
     raise TypeError(f"unallocated operand {op!r} reached the printer")
 
 
+def _high(op) -> bool:
+    return isinstance(op, PhysReg) and op.kind == "vec" and op.number >= 8
+
+
+def _control_text(ins: Instr) -> str:
+    """A rolled loop's top (counter set, label) or bottom (count down, branch back): two lines."""
+    counter = ins.operands[0]
+    name = GPR_NAMES[counter.number]
+    if ins.op == "repeat":
+        return f"{'mov':<12} {name}, {ins.operands[1].value}\n.repeat{ins.operands[2].value}:"
+    return f"{'dec':<12} {name}\n{'jnz':<12} .repeat{ins.operands[1].value}"
+
+
 def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     s = spec(ins.op)
+    if s.cls == "control":
+        return _control_text(ins)
     vex = target.isa.vex
     operands = ins.operands
     if not vex and s.tied:
         if operands[0] != operands[1]:
             raise AssertionError(f"{ins.op}: legacy form with destination {operands[0]} != first source {operands[1]}")
         operands = operands[:1] + operands[2:]
+    elif vex and s.commutative and _high(operands[2]) and not _high(operands[1]):
+        # the two-byte VEX prefix cannot name a high register in the r/m slot; the first source can
+        operands = (operands[0], operands[2], operands[1]) + operands[3:]
     # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
-    parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16, dialect) for o in operands]
+    parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
+             for o in operands]
     line = f"{s.mnemonic(vex):<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"
@@ -72,4 +94,4 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
 
 
 def body_text(body: tuple[Instr, ...], target: Target, dialect: Dialect = NASM) -> list[str]:
-    return [instr_text(ins, target, dialect) for ins in body]
+    return [line for ins in body for line in instr_text(ins, target, dialect).split("\n")]

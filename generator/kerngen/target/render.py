@@ -18,6 +18,7 @@ import jinja2
 
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
+from ..ir.instr import Kernel
 from .abi import GPR_NAMES
 from .dispatch import dispatch
 from .frame import Frame, frame_of, registers_used
@@ -42,6 +43,16 @@ _DIRECTIVES = {1: ("db", 16), 2: ("dw", 16), 4: ("dd", 8), 8: ("dq", 4)}
 def frame_lines(macro: str, frame: Frame) -> list[str]:
     text = getattr(_ENV.get_template("frame.j2").module, macro)(frame)
     return [line for line in str(text).splitlines() if line.strip()]
+
+
+def _loops(kernel: Kernel) -> str:
+    """What rolling made of a long kernel: its loops and how much it writes and runs."""
+    found = kernel.loops
+    if not found:
+        return ""
+    each = " and ".join(f"{count} x {length}" for count, length in found)
+    return (f"{each} instructions (repeated groups rolled: {len(kernel.executed)} instructions run, "
+            f"{len(kernel.body)} written)")
 
 
 def _clobbers(fn: Function) -> str:
@@ -125,6 +136,7 @@ def _function_context(fn: Function) -> dict:
         "cpu": ", ".join(e.upper() for e in fn.cpu) or "none beyond x86-64",
         "schedule": fn.notes,
         "clobbers": _clobbers(fn),
+        "loops": _loops(fn.kernel),
         "prologue": frame_lines("prologue", frame),
         "body": body_text(fn.kernel.body, target),
         "epilogue": frame_lines("epilogue", frame),

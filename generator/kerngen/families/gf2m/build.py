@@ -192,8 +192,8 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
         found = monomials(form, [a.name for a in kernel.args])
         if s.expect is not None and found != s.expect:
             raise VerifyError(f"{symbol}: the verifier finds the map {found} over GF(2), not {s.expect}")
-        facts = s.facts + (("static", {"instructions": len(kernel.body),
-                              "pclmulqdq": sum(1 for ins in kernel.body if spec(ins.op).cls == "clmul"),
+        facts = s.facts + (("static", {"instructions": len(kernel.executed),
+                              "pclmulqdq": sum(1 for ins in kernel.executed if spec(ins.op).cls == "clmul"),
                               "spill_slots": kernel.spill_slots}),)
         notes = plan_lines if s.kind in ("gf2m_mul", "gf2m_reduce") else ()
         functions.append(Function(kernel, s.kind, contract, s.summary, (("m", m), ("poly", list(params.poly))),

@@ -150,8 +150,11 @@ def _mul_blocks(v: Pairs, a: list[_Blk], b: list[_Blk], cfg: MulConfig) -> dict[
 
 
 def square(v: Pairs, pairs: list[VReg], nwords: int) -> list[VReg]:
-    """Squares land on even limb offsets, so each limb's square is one pair."""
-    return [v.clmul(pairs[i // 2], pairs[i // 2], 0x11 * (i & 1)) for i in range(nwords)]
+    """Squares land on even limb offsets, so each limb's square is one pair.
+    They are made from the top limb down: the reduction folds the top first,
+    so its products start the longest chain."""
+    top_first = {i: v.clmul(pairs[i // 2], pairs[i // 2], 0x11 * (i & 1)) for i in reversed(range(nwords))}
+    return [top_first[i] for i in range(nwords)]
 
 
 def multiply(v: Pairs, x: list[VReg], y: list[VReg], nwords: int, cfg: MulConfig) -> dict[int, VReg]:

@@ -381,7 +381,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         builds = {v: first_fitting(bm_output, partial(make, karatsuba=v[0], interleave=v[1]), "r",
                                    lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
                   for v in basemul_variants(layout)}
-        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(kv[1].kernel.body))
+        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(kv[1].kernel.executed))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
                  *((("karatsuba", kara),) if layout.d == 2 else ()), ("interleaved_units", il))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,

@@ -1,0 +1,77 @@
+"""The instruction stream a body runs, one call's worth.
+
+An encoded body may hold loops (`repeat` ... `repeat_end`, from
+`passes.roll`) and address registers (`lea` and `add`, from `passes.roll`
+and `passes.encoding`). Running those, and only those, gives the stream of
+every other instruction in the order it executes, each memory operand
+resolved to the buffer and offset it reaches: the straight-line form that
+the verifier proves and the figures count.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.errors import CheckError
+from .instr import ArgBase, Instr, Mem, PhysReg, TableBase
+from .ops import spec
+
+if TYPE_CHECKING:
+    from ..target.abi import Abi
+
+
+def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> tuple[Instr, ...]:
+    """The instructions `body` runs, addresses resolved; CheckError where an
+    address register holds no address of the buffer an operand names, or a
+    loop counter is written inside its loop."""
+    holds: dict[int, tuple[tuple, int]] = {abi.arg_home(i): (("arg", i), 0) for i in range(nargs)}
+    counters: dict[int, int] = {}
+    tops: dict[int, int] = {}
+    out: list[Instr] = []
+    pc = 0
+
+    def fail(message: str):
+        raise CheckError(f"encoded instruction {pc} ({body[pc].op} {body[pc].comment}): {message}")
+
+    def address(op: Mem) -> Mem:
+        if isinstance(op.base, ArgBase):
+            key, disp = holds.get(abi.arg_home(op.base.index), (None, 0))
+            if key != ("arg", op.base.index):
+                fail(f"the home register of argument {op.base.index} holds no address in it")
+            return Mem(op.base, disp + op.offset, op.size)
+        if op.pointer is not None:
+            key, disp = holds.get(op.pointer.register, (None, 0))
+            if key != ("table", op.base.label):
+                fail(f"register {op.pointer.register} does not point into {op.base.label}")
+            return Mem(op.base, disp + op.offset - op.pointer.bias, op.size)
+        return op
+
+    while pc < len(body):
+        ins = body[pc]
+        reg = ins.operands[0].number if isinstance(ins.operands[0], PhysReg) else None
+        if ins.op == "repeat":
+            counters[reg], tops[ins.operands[2].value] = ins.operands[1].value, pc + 1
+        elif ins.op == "repeat_end":
+            if reg not in counters:
+                fail("counts down a register that is not a loop counter")
+            counters[reg] -= 1
+            if counters[reg]:
+                pc = tops[ins.operands[1].value]
+                continue
+        elif spec(ins.op).cls == "address" and ins.op == "lea" and isinstance(ins.operands[1].base, TableBase):
+            holds[reg] = (("table", ins.operands[1].base.label), ins.operands[1].offset)
+        elif ins.op == "add":
+            if reg not in holds:
+                fail("moves a register that holds no address")
+            key, disp = holds[reg]
+            holds[reg] = (key, disp + ins.operands[1].value)
+        else:
+            for op in ins.written:
+                if isinstance(op, PhysReg) and op.kind == "gpr":
+                    if op.number in counters:
+                        fail("writes a loop counter")
+                    holds.pop(op.number, None)
+            ops = tuple(address(op) if isinstance(op, Mem) else op for op in ins.operands)
+            out.append(ins if ops == ins.operands else Instr(ins.op, ops, ins.comment, ins.idiom))
+        pc += 1
+    return tuple(out)

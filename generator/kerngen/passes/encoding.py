@@ -1,0 +1,139 @@
+"""Shorter encodings of the same instructions.
+
+Past the decoded-µop cache the front end decodes about 16 bytes a cycle, so
+a large kernel's bytes are its time (`passes.roll` says more). Two passes
+take bytes out without changing what any instruction computes:
+
+- `promote_constants` (after allocation, before verification): a table
+  vector read many times as a memory operand is loaded once into a vector
+  register the allocation left unused, and read from there: a register
+  operand is four bytes shorter than a RIP-relative one and costs no load.
+- `point_tables` (after verification and rolling): table accesses close
+  together are addressed from a general register holding an address near
+  them, [reg + disp8] instead of [rip + disp32]; a `lea` sets the register
+  where a run of such accesses begins. `check.check_encoding` proves that
+  every such operand reaches the address the verified instruction names.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..ir.instr import Instr, Mem, PhysReg, Pointer, TableBase
+from ..ir.ops import spec
+from ..target.abi import Abi
+
+# A constant read fewer times than this keeps its memory operand: the load
+# into a register costs an instruction, and on Win64 a callee-saved register
+# costs a save and a restore in the frame.
+_MIN_READS = 6
+
+DISP8 = range(-128, 128)
+_LEA_BYTES, _SAVED_PER_ACCESS = 7, 3  # lea reg, [rip + disp32]; disp32 -> disp8
+
+
+@dataclass(frozen=True)
+class _Constant:
+    label: str
+    offset: int
+    size: int
+
+
+def _used(body: list[Instr], kind: str) -> set[int]:
+    return {op.number for ins in body for op in ins.operands if isinstance(op, PhysReg) and op.kind == kind}
+
+
+def _promotable(ins: Instr, k: int) -> _Constant | None:
+    """The constant operand k of `ins` reads, if a register could stand in
+    for it: a whole-vector table operand of arithmetic or a shuffle (a plain
+    load gains nothing from a register)."""
+    s, op, dst = spec(ins.op), ins.operands[k], ins.operands[0]
+    if s.cls in ("load", "store", "move", "address") or k not in s.read or s.slots[k].kind != "vm":
+        return None
+    if isinstance(op, Mem) and isinstance(op.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == "vec" \
+            and op.size == dst.bits // 8:  # a narrower row is padded: a register would hold more than it reads
+        return _Constant(op.base.label, op.offset, op.size)
+    return None
+
+
+def promote_constants(body: list[Instr], vector_registers: int, abi: Abi) -> list[Instr]:
+    """Load the most-read table vectors into the vector registers the
+    allocation left unused (caller-saved ones first), at the kernel's start,
+    and read them from there; one constant per register, so groups that were
+    alike stay alike (`passes.roll`)."""
+    free = [r for r in range(vector_registers) if r not in _used(body, "vec")]
+    free.sort(key=lambda r: r in abi.callee_saved_vectors)
+    reads: dict[_Constant, int] = defaultdict(int)
+    for ins in body:
+        for k in range(len(ins.operands)):
+            if (c := _promotable(ins, k)) is not None:
+                reads[c] += 1
+    chosen = [c for c in sorted(reads, key=lambda c: -reads[c]) if reads[c] >= _MIN_READS][:len(free)]
+    home = {c: PhysReg("vec", r, 8 * c.size) for c, r in zip(chosen, free)}
+    loads = [Instr("load", (reg, Mem(TableBase(c.label), c.offset, c.size)), f"held in a register: read {reads[c]} times")
+             for c, reg in home.items()]
+    out = []
+    for ins in body:
+        ops = tuple(home.get(_promotable(ins, k), op) for k, op in enumerate(ins.operands))
+        out.append(Instr(ins.op, ops, ins.comment, ins.idiom) if ops != ins.operands else ins)
+    return loads + out
+
+
+def _table_accesses(body: list[Instr]) -> list[tuple[int, int, Mem, int]]:
+    """(instruction, operand slot, operand, region) of every table access not
+    already addressed through a register, in order; regions are the stretches
+    between loop controls, which a pointer does not outlive (an iteration
+    must find the register as the first did)."""
+    out, region = [], 0
+    for i, ins in enumerate(body):
+        if spec(ins.op).cls == "control":
+            region += 1
+        elif spec(ins.op).cls != "address":
+            out += [(i, k, op, region) for k, op in enumerate(ins.operands)
+                    if isinstance(op, Mem) and isinstance(op.base, TableBase) and op.pointer is None]
+    return out
+
+
+def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
+    """Address runs of nearby table accesses through one free scratch register
+    (the first, preferring one that needs no REX prefix): where an access
+    lies outside the register's reach, the run of accesses to the same table
+    that would fit one disp8 window from there is counted, and the register
+    is re-pointed at the window when that saves more bytes than the `lea` costs."""
+    free = [r for r in scratch if r not in _used(body, "gpr")]
+    if not free:
+        return body
+    reg = min(free, key=lambda r: (r >= 8, r))
+    accesses = _table_accesses(body)
+    by_table: dict[tuple[str, int], list[int]] = defaultdict(list)  # positions in `accesses`, per table and region
+    for n, (_, _, op, region) in enumerate(accesses):
+        by_table[op.base.label, region].append(n)
+    rank = {n: j for positions in by_table.values() for j, n in enumerate(positions)}
+    rewritten: dict[tuple[int, int], Mem] = {}
+    leas: dict[int, Instr] = {}
+    at: tuple[str, int, int] | None = None  # (table, bias, region) the register holds
+    for n, (i, k, op, region) in enumerate(accesses):
+        label = op.base.label
+        if at is not None and at[0] == label and at[2] == region and op.offset - at[1] in DISP8:
+            rewritten[i, k] = Mem(op.base, op.offset, op.size, Pointer(reg, at[1]))
+            continue
+        lo = hi = op.offset
+        count = 0
+        for m in by_table[label, region][rank[n]:]:
+            off = accesses[m][2].offset
+            if max(hi, off) - min(lo, off) >= len(DISP8):
+                break
+            lo, hi, count = min(lo, off), max(hi, off), count + 1
+        if count * _SAVED_PER_ACCESS <= _LEA_BYTES:
+            continue
+        at = (label, lo - DISP8.start, region)
+        leas[i] = Instr("lea", (PhysReg("gpr", reg), Mem(op.base, at[1], 1)), f"addresses {label} near byte {lo}")
+        rewritten[i, k] = Mem(op.base, op.offset, op.size, Pointer(reg, at[1]))
+    out: list[Instr] = []
+    for i, ins in enumerate(body):
+        if i in leas:
+            out.append(leas[i])
+        ops = tuple(rewritten.get((i, k), op) for k, op in enumerate(ins.operands))
+        out.append(Instr(ins.op, ops, ins.comment, ins.idiom) if ops != ins.operands else ins)
+    return out
