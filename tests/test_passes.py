@@ -22,6 +22,7 @@ from kerngen.harness import driver
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.ir.ops import OPS, by_width, spec
+from kerngen.ir.stream import executed
 from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
 from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
@@ -237,7 +238,7 @@ def test_a_constant_read_often_is_held_in_an_unused_register_and_stays_proven():
 
 def test_nearby_table_accesses_go_through_a_register_and_every_one_is_checked():
     c = _adds_from_tables({"far": 1}, vectors=8)  # eight different rows of one table, 256 bytes in all
-    body, straight = list(c.kernel.body), c.kernel.executed
+    body, straight = list(c.kernel.body), executed(c.kernel)
     [lea] = [ins for ins in body if ins.op == "lea"]
     pointed = [op for ins in body for op in ins.operands if isinstance(op, Mem) and op.pointer is not None]
     assert len(pointed) == 8 and all(op.offset - op.pointer.bias in range(-128, 128) for op in pointed)
@@ -283,7 +284,7 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
     monkeypatch.setattr(roll_pass, "ROLL_ABOVE", 0)
     monkeypatch.setattr(roll_pass, "_MIN_SAVED", 4)
     c = _groups(16, 32)
-    body, straight = list(c.kernel.body), c.kernel.executed
+    body, straight = list(c.kernel.body), executed(c.kernel)
     assert c.kernel.loops == ((16, 6),)  # load, add, sub, store, and the two pointers moved
     assert len(straight) == 16 * 4
     text = "\n".join(body_text(c.kernel.body, c.kernel.target))

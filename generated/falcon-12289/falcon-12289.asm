@@ -10787,7 +10787,7 @@ kg_falcon12289_basemul_sse:
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 4 x 131 instructions (repeated groups rolled: 4717 instructions run, 4648 written)
+;   loops: 4 x 131 and 4 x 107 instructions (repeated groups rolled: 4717 instructions run, 4328 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -15028,6 +15028,8 @@ kg_falcon12289_ntt_inverse_sse:
     dec          rax
     jnz          .repeat1
     add          rdi, -128                           ; back to the argument
+    mov          rax, 4
+    .repeat2:
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
     movdqu       xmm2, [rdi + 384]
@@ -15036,330 +15038,6 @@ kg_falcon12289_ntt_inverse_sse:
     movdqu       xmm5, [rdi + 656]
     movdqu       xmm6, [rdi + 896]
     movdqu       xmm7, [rdi + 912]
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm6, [rcx - 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 16]
-    pmullw       xmm4, [rcx - 64]
-    pmullw       xmm5, [rcx - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rcx + 48]
-    pmullw       xmm8, [rcx]
-    pmullw       xmm9, [rcx + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm4, [rcx + 32]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rcx + 48]
-    pmullw       xmm0, [rcx]
-    pmullw       xmm1, [rcx + 16]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 128], xmm6
-    movdqu       [rdi + 144], xmm7
-    movdqu       [rdi + 384], xmm2
-    movdqu       [rdi + 400], xmm3
-    movdqu       [rdi + 640], xmm8
-    movdqu       [rdi + 656], xmm9
-    movdqu       [rdi + 896], xmm0
-    movdqu       [rdi + 912], xmm1
-    movdqu       xmm0, [rdi + 160]
-    movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rdi + 416]
-    movdqu       xmm3, [rdi + 432]
-    movdqu       xmm4, [rdi + 672]
-    movdqu       xmm5, [rdi + 688]
-    movdqu       xmm6, [rdi + 928]
-    movdqu       xmm7, [rdi + 944]
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm6, [rcx - 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 16]
-    pmullw       xmm4, [rcx - 64]
-    pmullw       xmm5, [rcx - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rcx + 48]
-    pmullw       xmm8, [rcx]
-    pmullw       xmm9, [rcx + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm4, [rcx + 32]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rcx + 48]
-    pmullw       xmm0, [rcx]
-    pmullw       xmm1, [rcx + 16]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 160], xmm6
-    movdqu       [rdi + 176], xmm7
-    movdqu       [rdi + 416], xmm2
-    movdqu       [rdi + 432], xmm3
-    movdqu       [rdi + 672], xmm8
-    movdqu       [rdi + 688], xmm9
-    movdqu       [rdi + 928], xmm0
-    movdqu       [rdi + 944], xmm1
-    movdqu       xmm0, [rdi + 192]
-    movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rdi + 448]
-    movdqu       xmm3, [rdi + 464]
-    movdqu       xmm4, [rdi + 704]
-    movdqu       xmm5, [rdi + 720]
-    movdqu       xmm6, [rdi + 960]
-    movdqu       xmm7, [rdi + 976]
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
-    paddw        xmm9, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm6, [rcx - 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 16]
-    pmullw       xmm4, [rcx - 64]
-    pmullw       xmm5, [rcx - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm2, xmm6
-    pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rcx + 48]
-    pmullw       xmm8, [rcx]
-    pmullw       xmm9, [rcx + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm4, [rcx + 32]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rcx + 48]
-    pmullw       xmm0, [rcx]
-    pmullw       xmm1, [rcx + 16]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqu       [rdi + 192], xmm6
-    movdqu       [rdi + 208], xmm7
-    movdqu       [rdi + 448], xmm2
-    movdqu       [rdi + 464], xmm3
-    movdqu       [rdi + 704], xmm8
-    movdqu       [rdi + 720], xmm9
-    movdqu       [rdi + 960], xmm0
-    movdqu       [rdi + 976], xmm1
-    movdqu       xmm0, [rdi + 224]
-    movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rdi + 480]
-    movdqu       xmm3, [rdi + 496]
-    movdqu       xmm4, [rdi + 736]
-    movdqu       xmm5, [rdi + 752]
-    movdqu       xmm6, [rdi + 992]
-    movdqu       xmm7, [rdi + 1008]
     movdqa       xmm8, xmm0                          ; layer 1
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
@@ -15450,14 +15128,18 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm5, xmm13
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
-    movdqu       [rdi + 224], xmm6
-    movdqu       [rdi + 240], xmm7
-    movdqu       [rdi + 480], xmm2
-    movdqu       [rdi + 496], xmm3
-    movdqu       [rdi + 736], xmm8
-    movdqu       [rdi + 752], xmm9
-    movdqu       [rdi + 992], xmm0
-    movdqu       [rdi + 1008], xmm1
+    movdqu       [rdi + 128], xmm6
+    movdqu       [rdi + 144], xmm7
+    movdqu       [rdi + 384], xmm2
+    movdqu       [rdi + 400], xmm3
+    movdqu       [rdi + 640], xmm8
+    movdqu       [rdi + 656], xmm9
+    movdqu       [rdi + 896], xmm0
+    movdqu       [rdi + 912], xmm1
+    add          rdi, 32
+    dec          rax
+    jnz          .repeat2
+    add          rdi, -128                           ; back to the argument
     mov rsp, rbp
     pop rbp
     ret

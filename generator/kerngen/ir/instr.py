@@ -10,7 +10,6 @@ text, and nothing here knows an ISA or an ABI: a `Kernel` carries the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .ops import spec
@@ -170,17 +169,6 @@ class Kernel:
     target: Target
     extensions: frozenset[str]
     spill_slots: int = 0
-
-    @cached_property
-    def executed(self) -> tuple[Instr, ...]:
-        """The instructions one call runs, in order: the body with its loops
-        unrolled and its address registers followed (`ir.stream`), which is
-        the stream the verifier proves."""
-        from .stream import run_stream
-
-        if not any(spec(ins.op).cls in ("address", "control") for ins in self.body):
-            return self.body
-        return run_stream(self.body, self.target.abi, len(self.args))
 
     @property
     def loops(self) -> tuple[tuple[int, int], ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import CheckError
-from .instr import ArgBase, Instr, Mem, PhysReg, TableBase
+from .instr import ArgBase, Instr, Kernel, Mem, PhysReg, TableBase
 from .ops import spec
 
 if TYPE_CHECKING:
@@ -75,3 +75,12 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
             out.append(ins if ops == ins.operands else Instr(ins.op, ops, ins.comment, ins.idiom))
         pc += 1
     return tuple(out)
+
+
+def executed(kernel: Kernel) -> tuple[Instr, ...]:
+    """The instructions one call of `kernel` runs, in order: the stream the
+    verifier proves and the figures count (the body itself where it holds
+    no loop and no address register)."""
+    if not any(spec(ins.op).cls in ("address", "control") for ins in kernel.body):
+        return kernel.body
+    return run_stream(kernel.body, kernel.target.abi, len(kernel.args))

@@ -78,7 +78,8 @@ def find_runs(body: list[Instr]) -> list[Run]:
     """Non-overlapping runs, the ones that take out most instructions first.
     Equal shapes from `a` to `e` (each equal to the one `length` further on)
     hold segments from any start in that stretch; an address breaking the
-    pattern moves the start past it."""
+    pattern moves the start past it, as does a run already taken there, and
+    one further on ends it."""
     ids: dict[tuple, int] = {}
     shapes = np.array([ids.setdefault(_shape(ins), len(ids)) for ins in body])
     candidates = []
@@ -91,9 +92,15 @@ def find_runs(body: list[Instr]) -> list[Run]:
     candidates.sort(key=lambda c: (-c[0], c[1]))
     runs: list[Run] = []
     for _, start, stretch_end, length in candidates:
-        while (count := (stretch_end - start) // length + 1) >= 2 and (count - 1) * length >= _MIN_SAVED:
-            end = start + length * count
-            if any(start < r.end and r.start < end for r in runs):
+        while True:
+            count = (stretch_end - start) // length + 1
+            clash = next((r for r in runs if start < r.end and r.start < start + length * count), None)
+            if clash is not None and clash.start <= start:  # begin after a run already taken
+                start = clash.end
+                continue
+            if clash is not None:  # end before it
+                count = min(count, (clash.start - start) // length)
+            if count < 2 or (count - 1) * length < _MIN_SAVED:
                 break
             strides = _strides(body, start, length, count)
             if isinstance(strides, dict):

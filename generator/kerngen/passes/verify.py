@@ -36,6 +36,7 @@ from ..core.errors import VerifyError
 from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
 from ..ir.ops import Arith, generic_name, lane_range, lane_value, spec, wrap
+from ..ir.stream import executed
 from ..target.printer import instr_text
 from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery, prove_shoup
 
@@ -308,7 +309,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
     mc = _Machine(kernel, Verification(inputs, modulus, signed, shoup_pairs))
     groups: dict[int, _Group] = {}
     checked = products = 0
-    for index, ins in enumerate(kernel.executed):
+    for index, ins in enumerate(executed(kernel)):
         s = spec(ins.op)
         tag = ins.idiom
         group = None

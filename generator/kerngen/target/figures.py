@@ -10,6 +10,7 @@ import subprocess
 
 from ..ir.instr import Kernel, Mem
 from ..ir.ops import spec
+from ..ir.stream import executed
 from .frame import frame_of
 from .printer import INTEL, body_text
 from .render import frame_lines
@@ -19,7 +20,7 @@ MCA_CPUS = ("znver3", "skylake")
 
 def static_figures(kernel: Kernel) -> dict:
     """Counts over what one call runs (a rolled loop counts each iteration)."""
-    body = kernel.executed
+    body = executed(kernel)
     frame = frame_of(kernel)
     return {
         "instructions": len(body) + len(frame_lines("prologue", frame)) + len(frame_lines("epilogue", frame)) + 1,
@@ -33,7 +34,7 @@ def static_figures(kernel: Kernel) -> dict:
 
 def mca_text(kernel: Kernel) -> str:
     """The body in the Intel syntax llvm-mca reads."""
-    return "\n".join([".intel_syntax noprefix"] + body_text(kernel.executed, kernel.target, INTEL)) + "\n"
+    return "\n".join([".intel_syntax noprefix"] + body_text(executed(kernel), kernel.target, INTEL)) + "\n"
 
 
 def mca_throughput(kernel: Kernel, cpu: str) -> float | None:

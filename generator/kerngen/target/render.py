@@ -19,6 +19,7 @@ import jinja2
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from ..ir.instr import Kernel
+from ..ir.stream import executed
 from .abi import GPR_NAMES
 from .dispatch import dispatch
 from .frame import Frame, frame_of, registers_used
@@ -51,7 +52,7 @@ def _loops(kernel: Kernel) -> str:
     if not found:
         return ""
     each = " and ".join(f"{count} x {length}" for count, length in found)
-    return (f"{each} instructions (repeated groups rolled: {len(kernel.executed)} instructions run, "
+    return (f"{each} instructions (repeated groups rolled: {len(executed(kernel))} instructions run, "
             f"{len(kernel.body)} written)")
 
 

@@ -12,6 +12,7 @@ from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...ir.ops import spec
+from ...ir.stream import executed
 from ...passes.pipeline import compile_kernel
 from ...target.target import Target
 from .gf2x import poly_text
@@ -192,8 +193,9 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
         found = monomials(form, [a.name for a in kernel.args])
         if s.expect is not None and found != s.expect:
             raise VerifyError(f"{symbol}: the verifier finds the map {found} over GF(2), not {s.expect}")
-        facts = s.facts + (("static", {"instructions": len(kernel.executed),
-                              "pclmulqdq": sum(1 for ins in kernel.executed if spec(ins.op).cls == "clmul"),
+        run = executed(kernel)
+        facts = s.facts + (("static", {"instructions": len(run),
+                              "pclmulqdq": sum(1 for ins in run if spec(ins.op).cls == "clmul"),
                               "spill_slots": kernel.spill_slots}),)
         notes = plan_lines if s.kind in ("gf2m_mul", "gf2m_reduce") else ()
         functions.append(Function(kernel, s.kind, contract, s.summary, (("m", m), ("poly", list(params.poly))),

@@ -16,6 +16,7 @@ from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgBase, ArgSpec, Mem
 from ...ir.ops import lane_range, spec
+from ...ir.stream import executed
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
@@ -381,7 +382,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         builds = {v: first_fitting(bm_output, partial(make, karatsuba=v[0], interleave=v[1]), "r",
                                    lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
                   for v in basemul_variants(layout)}
-        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(kv[1].kernel.executed))
+        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(executed(kv[1].kernel)))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
                  *((("karatsuba", kara),) if layout.d == 2 else ()), ("interleaved_units", il))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
