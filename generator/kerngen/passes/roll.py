@@ -93,13 +93,14 @@ def find_runs(body: list[Instr]) -> list[Run]:
     runs: list[Run] = []
     for _, start, stretch_end, length in candidates:
         while True:
-            count = (stretch_end - start) // length + 1
-            clash = next((r for r in runs if start < r.end and r.start < start + length * count), None)
-            if clash is not None and clash.start <= start:  # begin after a run already taken
-                start = clash.end
+            inside = next((r for r in runs if r.start <= start < r.end), None)
+            if inside is not None:  # begin after a run already taken
+                start = inside.end
                 continue
-            if clash is not None:  # end before it
-                count = min(count, (clash.start - start) // length)
+            count = (stretch_end - start) // length + 1
+            ahead = [r.start for r in runs if start < r.start < start + length * count]
+            if ahead:  # end before the first run further on
+                count = min(count, (min(ahead) - start) // length)
             if count < 2 or (count - 1) * length < _MIN_SAVED:
                 break
             strides = _strides(body, start, length, count)
