@@ -82,6 +82,18 @@ class Mem:
     size: int  # bytes accessed
     pointer: Pointer | None = None  # how a table access is encoded (None: RIP-relative); the address is the same
 
+    @property
+    def buffer(self) -> tuple:
+        """Which buffer the access is into: ("arg", index), ("table", label) or ("stack",)."""
+        b = self.base
+        return ("arg", b.index) if isinstance(b, ArgBase) else ("table", b.label) if isinstance(b, TableBase) \
+            else ("stack",)
+
+
+def registers_in(body, kind: str) -> set[int]:
+    """The machine registers of `kind` ("vec" or "gpr") an instruction list names."""
+    return {op.number for ins in body for op in ins.operands if isinstance(op, PhysReg) and op.kind == kind}
+
 
 @dataclass(frozen=True)
 class Imm:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.errors import CheckError
-from .instr import ArgBase, Instr, Kernel, Mem, PhysReg, TableBase
+from .instr import ArgBase, Instr, Kernel, Mem, PhysReg
 from .ops import spec
 
 if TYPE_CHECKING:
@@ -35,16 +35,17 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
 
     def address(op: Mem) -> Mem:
         if isinstance(op.base, ArgBase):
-            key, disp = holds.get(abi.arg_home(op.base.index), (None, 0))
-            if key != ("arg", op.base.index):
-                fail(f"the home register of argument {op.base.index} holds no address in it")
-            return Mem(op.base, disp + op.offset, op.size)
-        if op.pointer is not None:
-            key, disp = holds.get(op.pointer.register, (None, 0))
-            if key != ("table", op.base.label):
-                fail(f"register {op.pointer.register} does not point into {op.base.label}")
-            return Mem(op.base, disp + op.offset - op.pointer.bias, op.size)
-        return op
+            register, bias = abi.arg_home(op.base.index), 0
+            wrong = f"the home register of argument {op.base.index} holds no address in it"
+        elif op.pointer is not None:
+            register, bias = op.pointer.register, op.pointer.bias
+            wrong = f"register {register} does not point into {op.base.label}"
+        else:
+            return op  # RIP- or stack-relative: a fixed address
+        key, disp = holds.get(register, (None, 0))
+        if key != op.buffer:
+            fail(wrong)
+        return Mem(op.base, disp + op.offset - bias, op.size)
 
     while pc < len(body):
         ins = body[pc]
@@ -58,8 +59,8 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
             if counters[reg]:
                 pc = tops[ins.operands[1].value]
                 continue
-        elif spec(ins.op).cls == "address" and ins.op == "lea" and isinstance(ins.operands[1].base, TableBase):
-            holds[reg] = (("table", ins.operands[1].base.label), ins.operands[1].offset)
+        elif ins.op == "lea":
+            holds[reg] = (ins.operands[1].buffer, ins.operands[1].offset)
         elif ins.op == "add":
             if reg not in holds:
                 fail("moves a register that holds no address")

@@ -58,8 +58,6 @@ def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tup
     sizes = {t.label: t.elem_bytes * len(t.values) for t in tables}
     for i, ins in enumerate(body):
         s = spec(ins.op)
-        if s.cls == "address":  # no access
-            continue
         for k, op in enumerate(ins.operands):
             if not isinstance(op, Mem):
                 continue

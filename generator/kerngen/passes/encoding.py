@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..ir.instr import Instr, Mem, PhysReg, Pointer, TableBase
+from ..ir.instr import Instr, Mem, PhysReg, Pointer, TableBase, registers_in
 from ..ir.ops import spec
 from ..target.abi import Abi
 
@@ -38,10 +38,6 @@ class _Constant:
     label: str
     offset: int
     size: int
-
-
-def _used(body: list[Instr], kind: str) -> set[int]:
-    return {op.number for ins in body for op in ins.operands if isinstance(op, PhysReg) and op.kind == kind}
 
 
 def _promotable(ins: Instr, k: int) -> _Constant | None:
@@ -62,7 +58,7 @@ def promote_constants(body: list[Instr], vector_registers: int, abi: Abi) -> lis
     allocation left unused (caller-saved ones first), at the kernel's start,
     and read them from there; one constant per register, so groups that were
     alike stay alike (`passes.roll`)."""
-    free = [r for r in range(vector_registers) if r not in _used(body, "vec")]
+    free = [r for r in range(vector_registers) if r not in registers_in(body, "vec")]
     free.sort(key=lambda r: r in abi.callee_saved_vectors)
     reads: dict[_Constant, int] = defaultdict(int)
     for ins in body:
@@ -97,14 +93,14 @@ def _table_accesses(body: list[Instr]) -> list[tuple[int, int, Mem, int]]:
 
 def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
     """Address runs of nearby table accesses through one free scratch register
-    (the first, preferring one that needs no REX prefix): where an access
+    (the lowest: below r8 it needs no REX prefix): where an access
     lies outside the register's reach, the run of accesses to the same table
     that would fit one disp8 window from there is counted, and the register
     is re-pointed at the window when that saves more bytes than the `lea` costs."""
-    free = [r for r in scratch if r not in _used(body, "gpr")]
+    free = [r for r in scratch if r not in registers_in(body, "gpr")]
     if not free:
         return body
-    reg = min(free, key=lambda r: (r >= 8, r))
+    reg = min(free)
     accesses = _table_accesses(body)
     by_table: dict[tuple[str, int], list[int]] = defaultdict(list)  # positions in `accesses`, per table and region
     for n, (_, _, op, region) in enumerate(accesses):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, Pointer, TableBase
+from ..ir.instr import Imm, Instr, Mem, PhysReg, Pointer, TableBase, registers_in
 from ..target.abi import Abi
 
 # Kernels of more instructions than this are rolled. Measured on Zen 3 (same-run medians): rolled,
@@ -30,15 +30,9 @@ ROLL_ABOVE = 3000
 _MIN_SAVED = 64  # a loop must take out at least this many instructions
 
 
-def _base_key(op: Mem) -> tuple:
-    b = op.base
-    return ("arg", b.index) if isinstance(b, ArgBase) else ("table", b.label) if isinstance(b, TableBase) \
-        else ("stack",)
-
-
 def _shape(ins: Instr) -> tuple:
     """An instruction with its addresses left out: segments of equal shapes may differ in those alone."""
-    return (ins.op,) + tuple((_base_key(op), op.size, op.pointer) if isinstance(op, Mem) else op
+    return (ins.op,) + tuple((op.buffer, op.size, op.pointer) if isinstance(op, Mem) else op
                              for op in ins.operands)
 
 
@@ -66,7 +60,7 @@ def _strides(body: list[Instr], start: int, length: int, count: int) -> dict[tup
         for k, op in enumerate(body[i].operands):
             if not isinstance(op, Mem):
                 continue
-            key = _base_key(op)
+            key = op.buffer
             step = body[i + length].operands[k].offset - op.offset
             if strides.setdefault(key, step) != step or (key == ("stack",) and step) \
                     or any(body[i + j * length].operands[k].offset != op.offset + j * step for j in range(2, count)):
@@ -111,10 +105,6 @@ def find_runs(body: list[Instr]) -> list[Run]:
     return sorted(runs, key=lambda r: r.start)
 
 
-def _gprs(body: list[Instr]) -> set[int]:
-    return {op.number for ins in body for op in ins.operands if isinstance(op, PhysReg) and op.kind == "gpr"}
-
-
 def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
     """Emit every run of a kernel longer than `ROLL_ABOVE` as a loop, while free
     scratch registers last: a counter, and a pointer for each table whose
@@ -124,7 +114,7 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
     homes = {abi.arg_home(i) for i in range(nargs)}
     writes_home = any(isinstance(op, PhysReg) and op.kind == "gpr" and op.number in homes
                       for ins in body for op in ins.written)
-    free = sorted((r for r in abi.scratch_gprs(nargs) if r not in _gprs(body)), key=lambda r: (r >= 8, r))
+    free = [r for r in abi.scratch_gprs(nargs) if r not in registers_in(body, "gpr")]  # ascending: REX-free first
     out: list[Instr] = []
     at = 0
     for loop, run in enumerate(find_runs(body), 1):
@@ -135,14 +125,14 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
         counter, pointers = PhysReg("gpr", free[0]), dict(zip(tables, free[1:]))
         segment = body[run.start:run.start + run.length]
         bias = {key: min(op.offset for ins in segment for op in ins.operands
-                         if isinstance(op, Mem) and _base_key(op) == key) for key in tables}
+                         if isinstance(op, Mem) and op.buffer == key) for key in tables}
         out += body[at:run.start]
         out += [Instr("lea", (PhysReg("gpr", r), Mem(TableBase(key[1]), bias[key], 1)), "the loop's table pointer")
                 for key, r in pointers.items()]
         out.append(Instr("repeat", (counter, Imm(run.count), Imm(loop)), f"{run.count} times"))
         for ins in segment:
-            ops = tuple(Mem(op.base, op.offset, op.size, Pointer(pointers[_base_key(op)], bias[_base_key(op)]))
-                        if isinstance(op, Mem) and _base_key(op) in pointers else op for op in ins.operands)
+            ops = tuple(Mem(op.base, op.offset, op.size, Pointer(pointers[op.buffer], bias[op.buffer]))
+                        if isinstance(op, Mem) and op.buffer in pointers else op for op in ins.operands)
             out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
         moved = [(PhysReg("gpr", abi.arg_home(key[1])), step) for key, step in strides.items()
                  if key[0] == "arg" and step]

@@ -320,8 +320,6 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         if s.cls == "store" and isinstance(ins.operands[0], Mem):
             mc.store(index, ins)
             continue
-        if s.cls == "address":  # a table's address (check.check_pointers follows it)
-            continue
         dst = ins.operands[0]
         if not isinstance(dst, PhysReg):
             mc.fail(index, ins, "writes no register")

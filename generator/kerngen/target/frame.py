@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.instr import SLOT_BYTES, Kernel, PhysReg
+from ..ir.instr import SLOT_BYTES, Kernel, registers_in
 from ..ir.ops import spec
 from .abi import GPR_NAMES, RBP
 
@@ -103,8 +103,7 @@ class Frame:
 
 
 def registers_used(kernel: Kernel, kind: str) -> list[int]:
-    return sorted({op.number for ins in kernel.body for op in ins.operands
-                   if isinstance(op, PhysReg) and op.kind == kind})
+    return sorted(registers_in(kernel.body, kind))
 
 
 def frame_of(kernel: Kernel) -> Frame:

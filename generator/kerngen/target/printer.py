@@ -64,8 +64,7 @@ def _high(op) -> bool:
 
 def _control_text(ins: Instr) -> str:
     """A rolled loop's top (counter set, label) or bottom (count down, branch back): two lines."""
-    counter = ins.operands[0]
-    name = GPR_NAMES[counter.number]
+    name = register_text(ins.operands[0])
     if ins.op == "repeat":
         return f"{'mov':<12} {name}, {ins.operands[1].value}\n.repeat{ins.operands[2].value}:"
     return f"{'dec':<12} {name}\n{'jnz':<12} .repeat{ins.operands[1].value}"
