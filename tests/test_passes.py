@@ -19,13 +19,14 @@ from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.harness import driver
-from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Instr, Mem, PhysReg, TableBase
+from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.ir.ops import OPS, by_width, spec
 from kerngen.ir.stream import executed
 from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
 from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
+from kerngen.passes.encoding import fold_loads
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.target.files import write
 from kerngen.target.printer import body_text
@@ -220,6 +221,50 @@ def _adds_from_tables(reads: dict[str, int], vectors: int = 8):
     arg = ArgSpec("a", "inout", "int16_t", 2, 16 * vectors, 32)
     contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
     return compile_kernel(b, "kg_adds", contract, AVX2_16, modulus=3329)
+
+
+def test_loads_read_only_by_memory_capable_slots_are_folded_into_them():
+    """x*y and x + y: x's load goes (y moved to the register side of the
+    commutative product, the idiom's source slot following it); y's cannot
+    (the addition already reads x from memory); a load with a store before
+    its last read stays (the output may alias it); so does a subtraction's
+    first source."""
+    b = Builder(256)
+    x, y = b.op("load", Mem(ArgBase(1), 0, 32)), b.op("load", Mem(ArgBase(2), 0, 32))
+    product = b.op("vpmullw", x, y, idiom=IdiomTag(b.new_group(), "t", "start", 1))
+    total = b.op("vpaddw", y, x)
+    b.emit("store", Mem(ArgBase(0), 0, 32), product)
+    b.emit("store", Mem(ArgBase(0), 32, 32), total)
+    body = fold_loads(b.instrs)
+    assert [ins.op for ins in body] == ["load", "vpmullw", "vpaddw", "store", "store"]
+    mul, add = body[1], body[2]
+    assert mul.operands[1:] == (y, Mem(ArgBase(1), 0, 32)) and mul.idiom.source == 2
+    assert add.operands[1:] == (y, Mem(ArgBase(1), 0, 32))
+    b = Builder(256)
+    x, y = b.op("load", Mem(ArgBase(1), 0, 32)), b.op("load", Mem(ArgBase(2), 0, 32))
+    b.emit("store", Mem(ArgBase(0), 0, 32), b.op("vpaddw", y, y))
+    b.emit("store", Mem(ArgBase(0), 32, 32), b.op("vpaddw", y, x))  # read after the first store
+    b.emit("store", Mem(ArgBase(0), 64, 32), b.op("vpsubw", b.op("vpsubw", x, y), y))
+    assert fold_loads(b.instrs) == b.instrs
+
+
+def test_folded_loads_on_vex_only_and_the_kernel_stays_proven():
+    """kyber-3329's AVX2 base multiplication reads two of each block's four
+    input vectors from memory in the instructions that use them (the
+    verifier sees one value in each read); the SSE one, whose legacy memory
+    operands would need 16-byte alignment, loads them all."""
+    from kerngen.passes.verify import verify_kernel
+    p = load(REPO / "params/kyber-3329.toml")
+    fns = {f.isa: f for f in ntt_build(p).functions if f.kind == "basemul"}
+    def folded(fn):
+        return sum(1 for ins in fn.kernel.body if spec(ins.op).cls not in ("load", "store")
+                   for op in ins.operands if isinstance(op, Mem) and isinstance(op.base, ArgBase))
+    def loads(fn):
+        return sum(1 for ins in fn.kernel.body if spec(ins.op).cls == "load" and isinstance(ins.operands[1].base, ArgBase))
+    assert loads(fns["avx2"]) == 16 and folded(fns["avx2"]) == 48  # of 32 vectors, 16 read three times each
+    assert folded(fns["sse"]) == 0
+    inputs = {1: (-16184, 16184), 2: (-16184, 16184)}
+    assert Bound(*verify_kernel(fns["avx2"].kernel, inputs, p.q).hull(0)) == fns["avx2"].contract.arg("r").ensures.bound
 
 
 def test_a_constant_read_often_is_held_in_an_unused_register_and_stays_proven():

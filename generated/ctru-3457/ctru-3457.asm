@@ -836,107 +836,108 @@ kg_ctru3457_basemul_avx2:
     sub rsp, 224
     lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
     vmovdqu      ymm0, [rax - 128]                   ; q = 3457
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rsi + 64]
-    vmovdqu      ymm4, [rsi + 96]
-    vmovdqu      ymm5, [rdx]
-    vmovdqu      ymm6, [rdx + 32]
-    vmovdqu      ymm7, [rdx + 64]
-    vmovdqu      ymm8, [rdx + 96]
     lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vpmullw      ymm9, ymm5, [rax - 128]
-    vpmullw      ymm10, ymm7, [rax - 128]
-    vpmullw      ymm11, ymm6, [rax - 128]
-    vpmullw      ymm12, ymm8, [rax - 128]
+    vmovdqu      ymm1, [rax - 128]                   ; q^-1
+    vmovdqu      ymm2, [rsi]
+    vmovdqu      ymm3, [rsi + 32]
+    vmovdqu      ymm4, [rsi + 64]
+    vmovdqu      ymm5, [rsi + 96]
+    vmovdqu      ymm6, [rdx]
+    vmovdqu      ymm7, [rdx + 32]
+    vmovdqu      ymm8, [rdx + 64]
+    vmovdqu      ymm9, [rdx + 96]
+    vpmullw      ymm10, ymm6, ymm1
+    vpmullw      ymm11, ymm8, ymm1
+    vpmullw      ymm12, ymm7, ymm1
     vpmullw      ymm13, ymm9, ymm1
-    vpmulhw      ymm14, ymm1, ymm5
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm10, ymm1
-    vpmulhw      ymm15, ymm1, ymm7
+    vpmullw      ymm14, ymm10, ymm2
+    vpmulhw      ymm15, ymm2, ymm6
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm11, ymm1
-    vmovdqa      [rsp], ymm13                        ; spill
-    vpmulhw      ymm13, ymm1, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm12, ymm1
-    vpmulhw      ymm1, ymm8, ymm1
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm9, ymm3
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpmulhw      ymm1, ymm3, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm10, ymm3
-    vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm11, ymm3
-    vmovdqa      [rsp + 96], ymm13                   ; spill
-    vpmulhw      ymm13, ymm3, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm12, ymm3
-    vpmulhw      ymm3, ymm8, ymm3
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm9, ymm2
-    vmovdqa      [rsp + 128], ymm3                   ; spill
-    vpmulhw      ymm3, ymm2, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm10, ymm2
-    vmovdqa      [rsp + 160], ymm13                  ; spill
-    vpmulhw      ymm13, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, ymm2
-    vmovdqa      [rsp + 192], ymm13                  ; spill
-    vpmulhw      ymm13, ymm2, ymm6
+    vpmulhw      ymm1, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm12, ymm2
-    vpmulhw      ymm2, ymm8, ymm2
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpmulhw      ymm14, ymm2, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm2
+    vpmulhw      ymm2, ymm9, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm9, ymm4
-    vpmulhw      ymm5, ymm4, ymm5
-    vpmulhw      ymm9, ymm9, ymm0
+    vpmullw      ymm15, ymm10, ymm4
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpmulhw      ymm2, ymm4, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
+    vpmullw      ymm15, ymm11, ymm4
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm8, ymm4
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm12, ymm4
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm4, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm4
+    vpmulhw      ymm4, ymm9, ymm4
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm4, ymm4, ymm15
+    vpmullw      ymm15, ymm10, ymm3
+    vmovdqa      [rsp + 128], ymm4                   ; spill
+    vpmulhw      ymm4, ymm3, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm4, ymm4, ymm15
+    vpmullw      ymm15, ymm11, ymm3
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm8, ymm3
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm12, ymm3
+    vmovdqa      [rsp + 192], ymm14                  ; spill
+    vpmulhw      ymm14, ymm3, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm3
+    vpmulhw      ymm3, ymm9, ymm3
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm10, ymm10, ymm5
+    vpmulhw      ymm6, ymm5, ymm6
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm10, ymm11, ymm5
+    vpmulhw      ymm8, ymm8, ymm5
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm8, ymm8, ymm10
+    vpmullw      ymm10, ymm12, ymm5
+    vpmulhw      ymm7, ymm5, ymm7
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm7, ymm7, ymm10
+    vpmullw      ymm10, ymm13, ymm5
+    vpmulhw      ymm5, ymm9, ymm5
+    vpmulhw      ymm9, ymm10, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm10, ymm4
-    vpmulhw      ymm7, ymm4, ymm7
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm11, ymm4
-    vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm12, ymm4
-    vpmulhw      ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm1, ymm14, ymm1
-    vmovdqa      ymm8, [rsp + 64]                    ; reload
-    vpaddw       ymm8, ymm8, [rsp + 96]
-    vpaddw       ymm3, ymm8, ymm3
-    vmovdqa      ymm8, [rsp + 32]                    ; reload
-    vpaddw       ymm8, ymm8, [rsp + 160]
-    vpaddw       ymm8, ymm8, [rsp + 192]
-    vpaddw       ymm5, ymm8, ymm5
-    vmovdqa      ymm8, [rsp + 128]                   ; reload
-    vpaddw       ymm8, ymm8, ymm13
-    vpaddw       ymm7, ymm8, ymm7
-    vpaddw       ymm2, ymm2, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqa      ymm2, [rsp + 64]                    ; reload
+    vpaddw       ymm2, ymm2, [rsp + 96]
+    vpaddw       ymm2, ymm2, ymm4
+    vmovdqa      ymm4, [rsp + 32]                    ; reload
+    vpaddw       ymm4, ymm4, [rsp + 160]
+    vpaddw       ymm4, ymm4, [rsp + 192]
+    vpaddw       ymm4, ymm4, ymm6
+    vmovdqa      ymm6, [rsp + 128]                   ; reload
+    vpaddw       ymm6, ymm14, ymm6
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm3, ymm3, ymm7
     lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm6, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
+    vpmullw      ymm7, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
     lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
@@ -948,25 +949,25 @@ kg_ctru3457_basemul_avx2:
     vpmullw      ymm7, ymm7, [rax - 128]
     vpsubw       ymm6, ymm6, ymm7
     lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm1, ymm1, ymm2
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm1, ymm1, ymm3
     lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
+    vpmulhw      ymm3, ymm1, [rax - 128]             ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
-    vpsraw       ymm2, ymm2, 10
+    vpaddw       ymm3, ymm3, [rax - 128]
+    vpsraw       ymm3, ymm3, 10
     lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm2, ymm2, [rax - 128]
-    vpsubw       ymm1, ymm1, ymm2
+    vpmullw      ymm3, ymm3, [rax - 128]
+    vpsubw       ymm1, ymm1, ymm3
     lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm2, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm4, ymm2
-    vpaddw       ymm2, ymm3, ymm2
+    vpmullw      ymm3, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm5, ymm3
+    vpaddw       ymm2, ymm2, ymm3
     lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
     vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
@@ -976,13 +977,13 @@ kg_ctru3457_basemul_avx2:
     vpmullw      ymm3, ymm3, [rax - 128]
     vpsubw       ymm2, ymm2, ymm3
     lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
+    vpmulhw      ymm3, ymm4, [rax - 128]             ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm3, ymm3, [rax - 128]
     vpsraw       ymm3, ymm3, 10
     lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm3, ymm4, ymm3
     vmovdqu      [rdi], ymm6
     vmovdqu      [rdi + 32], ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -996,82 +997,83 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm7, [rdx + 192]
     vmovdqu      ymm8, [rdx + 224]
     lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vpmullw      ymm9, ymm5, [rax - 128]
-    vpmullw      ymm10, ymm7, [rax - 128]
-    vpmullw      ymm11, ymm6, [rax - 128]
-    vpmullw      ymm12, ymm8, [rax - 128]
-    vpmullw      ymm13, ymm9, ymm1
-    vpmulhw      ymm14, ymm1, ymm5
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm13, ymm14, ymm13
+    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vpmullw      ymm10, ymm9, ymm5
+    vpmullw      ymm11, ymm9, ymm7
+    vpmullw      ymm12, ymm9, ymm6
+    vpmullw      ymm13, ymm8, ymm9
     vpmullw      ymm14, ymm10, ymm1
-    vpmulhw      ymm15, ymm1, ymm7
+    vpmulhw      ymm15, ymm1, ymm5
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm11, ymm1
-    vmovdqa      [rsp], ymm13                        ; spill
-    vpmulhw      ymm13, ymm1, ymm6
+    vpmulhw      ymm9, ymm1, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm9, ymm9, ymm15
     vpmullw      ymm15, ymm12, ymm1
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpmulhw      ymm14, ymm1, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm1
     vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm9, ymm3
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 128], ymm1                   ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm10, ymm3
-    vmovdqa      [rsp + 192], ymm13                  ; spill
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, ymm3
-    vmovdqa      [rsp + 160], ymm13                  ; spill
-    vpmulhw      ymm13, ymm3, ymm6
+    vmovdqa      [rsp + 192], ymm14                  ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm12, ymm3
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm3, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm3
     vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm9, ymm2
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm10, ymm2
-    vmovdqa      [rsp + 96], ymm13                   ; spill
-    vpmulhw      ymm13, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, ymm2
-    vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpmulhw      ymm13, ymm2, ymm6
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm12, ymm2
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm2
     vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm9, ymm4
+    vpmullw      ymm10, ymm10, ymm4
     vpmulhw      ymm5, ymm4, ymm5
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm10, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm5, ymm5, ymm10
+    vpmullw      ymm10, ymm11, ymm4
     vpmulhw      ymm7, ymm4, ymm7
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm11, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm7, ymm7, ymm10
+    vpmullw      ymm10, ymm12, ymm4
     vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm10, ymm13, ymm4
     vpmulhw      ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm9, ymm0
+    vpmulhw      ymm8, ymm10, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm1, ymm14, ymm1
+    vpaddw       ymm1, ymm9, ymm1
     vmovdqa      ymm8, [rsp + 192]                   ; reload
     vpaddw       ymm8, ymm8, [rsp + 160]
     vpaddw       ymm3, ymm8, ymm3
@@ -1080,7 +1082,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, [rsp + 64]
     vpaddw       ymm5, ymm8, ymm5
     vmovdqa      ymm8, [rsp + 32]                    ; reload
-    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm8, ymm8, ymm14
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
     lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
@@ -1146,83 +1148,83 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 288]
     vmovdqu      ymm7, [rdx + 320]
     vmovdqu      ymm8, [rdx + 352]
-    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vpmullw      ymm9, ymm5, [rax - 128]
-    vpmullw      ymm10, ymm7, [rax - 128]
-    vpmullw      ymm11, ymm6, [rax - 128]
-    vpmullw      ymm12, ymm8, [rax - 128]
-    vpmullw      ymm13, ymm9, ymm1
-    vpmulhw      ymm14, ymm1, ymm5
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm13, ymm14, ymm13
+    vmovdqu      ymm9, [rel pw_12929]                ; reload
+    vpmullw      ymm10, ymm9, ymm5
+    vpmullw      ymm11, ymm9, ymm7
+    vpmullw      ymm12, ymm9, ymm6
+    vpmullw      ymm13, ymm8, ymm9
     vpmullw      ymm14, ymm10, ymm1
-    vpmulhw      ymm15, ymm1, ymm7
+    vpmulhw      ymm15, ymm1, ymm5
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm11, ymm1
-    vmovdqa      [rsp], ymm13                        ; spill
-    vpmulhw      ymm13, ymm1, ymm6
+    vpmulhw      ymm9, ymm1, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm9, ymm9, ymm15
     vpmullw      ymm15, ymm12, ymm1
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpmulhw      ymm14, ymm1, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm1
     vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm9, ymm3
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm10, ymm3
-    vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, ymm3
-    vmovdqa      [rsp + 96], ymm13                   ; spill
-    vpmulhw      ymm13, ymm3, ymm6
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm12, ymm3
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm3
     vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm9, ymm2
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 128], ymm3                   ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm10, ymm2
-    vmovdqa      [rsp + 160], ymm13                  ; spill
-    vpmulhw      ymm13, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, ymm2
-    vmovdqa      [rsp + 192], ymm13                  ; spill
-    vpmulhw      ymm13, ymm2, ymm6
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm13, ymm13, ymm15
+    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm12, ymm2
+    vmovdqa      [rsp + 192], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm13, ymm2
     vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm9, ymm4
+    vpmullw      ymm10, ymm10, ymm4
     vpmulhw      ymm5, ymm4, ymm5
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm10, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm5, ymm5, ymm10
+    vpmullw      ymm10, ymm11, ymm4
     vpmulhw      ymm7, ymm4, ymm7
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm11, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm7, ymm7, ymm10
+    vpmullw      ymm10, ymm12, ymm4
     vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm10, ymm13, ymm4
     vpmulhw      ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm9, ymm0
+    vpmulhw      ymm8, ymm10, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm1, ymm14, ymm1
+    vpaddw       ymm1, ymm9, ymm1
     vmovdqa      ymm8, [rsp + 64]                    ; reload
     vpaddw       ymm8, ymm8, [rsp + 96]
     vpaddw       ymm3, ymm8, ymm3
@@ -1231,7 +1233,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, [rsp + 192]
     vpaddw       ymm5, ymm8, ymm5
     vmovdqa      ymm8, [rsp + 128]                   ; reload
-    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm8, ymm8, ymm14
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
     lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
@@ -1297,79 +1299,79 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 416]
     vmovdqu      ymm7, [rdx + 448]
     vmovdqu      ymm8, [rdx + 480]
-    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vpmullw      ymm9, ymm5, [rax - 128]
-    vpmullw      ymm10, ymm7, [rax - 128]
-    vpmullw      ymm11, ymm6, [rax - 128]
-    vpmullw      ymm12, ymm8, [rax - 128]
-    vpmullw      ymm13, ymm9, ymm1
+    vmovdqu      ymm9, [rel pw_12929]                ; reload
+    vpmullw      ymm10, ymm9, ymm5
+    vpmullw      ymm11, ymm9, ymm7
+    vpmullw      ymm12, ymm9, ymm6
+    vpmullw      ymm9, ymm8, ymm9
+    vpmullw      ymm13, ymm10, ymm1
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
-    vpmullw      ymm14, ymm10, ymm1
+    vpmullw      ymm14, ymm11, ymm1
     vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vpmullw      ymm15, ymm11, ymm1
+    vpmullw      ymm15, ymm12, ymm1
     vmovdqa      [rsp], ymm13                        ; spill
     vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm12, ymm1
+    vpmullw      ymm15, ymm9, ymm1
     vpmulhw      ymm1, ymm8, ymm1
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm9, ymm3
+    vpmullw      ymm15, ymm10, ymm3
     vmovdqa      [rsp + 128], ymm1                   ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm10, ymm3
+    vpmullw      ymm15, ymm11, ymm3
     vmovdqa      [rsp + 192], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm11, ymm3
+    vpmullw      ymm15, ymm12, ymm3
     vmovdqa      [rsp + 160], ymm13                  ; spill
     vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm12, ymm3
+    vpmullw      ymm15, ymm9, ymm3
     vpmulhw      ymm3, ymm8, ymm3
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm9, ymm2
+    vpmullw      ymm15, ymm10, ymm2
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vpmullw      ymm15, ymm10, ymm2
+    vpmullw      ymm15, ymm11, ymm2
     vmovdqa      [rsp + 96], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm11, ymm2
+    vpmullw      ymm15, ymm12, ymm2
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm12, ymm2
+    vpmullw      ymm15, ymm9, ymm2
     vpmulhw      ymm2, ymm8, ymm2
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm9, ymm9, ymm4
+    vpmullw      ymm10, ymm10, ymm4
     vpmulhw      ymm5, ymm4, ymm5
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm10, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm5, ymm5, ymm10
+    vpmullw      ymm10, ymm11, ymm4
     vpmulhw      ymm7, ymm4, ymm7
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm11, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm7, ymm7, ymm10
+    vpmullw      ymm10, ymm12, ymm4
     vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm12, ymm4
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm9, ymm9, ymm4
     vpmulhw      ymm4, ymm8, ymm4
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
@@ -2480,172 +2482,156 @@ kg_ctru3457_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_avx2.end - kg_ctru3457_mulmod_shoup_avx2)
 align 32
 kg_ctru3457_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_3457]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2659,237 +2645,205 @@ kg_ctru3457_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_avx2.end - kg_ctru3457_muladd_shoup_avx2)
 align 32
 kg_ctru3457_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_6914]                 ; held in a register: read 16 times
-    vmovdqu      ymm5, [rel pw_3457]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_6914]                 ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 32]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 64]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 96]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 128]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 160]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 192]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 224]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 256]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 288]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 320]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 352]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 384]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 416]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 448]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 480]
-    vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm0, ymm0, [r8 + 480]
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper

@@ -2542,24 +2542,22 @@ kg_dilithium8380417_basemul_avx2:
     vmovdqu      ymm9, [rel pd_58728449]             ; held in a register: read 64 times
     vmovdqu      ymm10, [rel pd_16760834]            ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, [rsi + 32]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi]
+    vpmuldq      ymm2, ymm2, [rsi + 32]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2578,24 +2576,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
     vmovdqu      [rdi + 32], ymm2
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, [rsi + 96]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 64]
+    vpmuldq      ymm2, ymm2, [rsi + 96]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2614,24 +2610,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      [rdi + 96], ymm2
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 160]
-    vmovdqu      ymm3, [rdx + 128]
-    vmovdqu      ymm4, [rdx + 160]
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rdx + 160]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, [rsi + 160]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 128]
+    vpmuldq      ymm2, ymm2, [rsi + 160]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2650,24 +2644,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      [rdi + 160], ymm2
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rsi + 224]
-    vmovdqu      ymm3, [rdx + 192]
-    vmovdqu      ymm4, [rdx + 224]
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rdx + 224]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, [rsi + 224]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 192]
+    vpmuldq      ymm2, ymm2, [rsi + 224]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2686,24 +2678,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      [rdi + 224], ymm2
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 288]
-    vmovdqu      ymm3, [rdx + 256]
-    vmovdqu      ymm4, [rdx + 288]
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rdx + 288]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, [rsi + 288]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 256]
+    vpmuldq      ymm2, ymm2, [rsi + 288]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2722,24 +2712,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      [rdi + 288], ymm2
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rsi + 352]
-    vmovdqu      ymm3, [rdx + 320]
-    vmovdqu      ymm4, [rdx + 352]
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rdx + 352]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, [rsi + 352]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 320]
+    vpmuldq      ymm2, ymm2, [rsi + 352]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2758,24 +2746,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      [rdi + 352], ymm2
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 416]
-    vmovdqu      ymm3, [rdx + 384]
-    vmovdqu      ymm4, [rdx + 416]
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rdx + 416]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, [rsi + 416]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 384]
+    vpmuldq      ymm2, ymm2, [rsi + 416]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2794,24 +2780,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      [rdi + 416], ymm2
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rsi + 480]
-    vmovdqu      ymm3, [rdx + 448]
-    vmovdqu      ymm4, [rdx + 480]
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rdx + 480]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, [rsi + 480]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 448]
+    vpmuldq      ymm2, ymm2, [rsi + 480]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2830,24 +2814,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm2
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rsi + 544]
-    vmovdqu      ymm3, [rdx + 512]
-    vmovdqu      ymm4, [rdx + 544]
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rdx + 544]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, [rsi + 544]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 512]
+    vpmuldq      ymm2, ymm2, [rsi + 544]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2866,24 +2848,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      [rdi + 544], ymm2
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rsi + 608]
-    vmovdqu      ymm3, [rdx + 576]
-    vmovdqu      ymm4, [rdx + 608]
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rdx + 608]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, [rsi + 608]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 576]
+    vpmuldq      ymm2, ymm2, [rsi + 608]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2902,24 +2882,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      [rdi + 608], ymm2
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rsi + 672]
-    vmovdqu      ymm3, [rdx + 640]
-    vmovdqu      ymm4, [rdx + 672]
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rdx + 672]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, [rsi + 672]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 640]
+    vpmuldq      ymm2, ymm2, [rsi + 672]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2938,24 +2916,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      [rdi + 672], ymm2
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rsi + 736]
-    vmovdqu      ymm3, [rdx + 704]
-    vmovdqu      ymm4, [rdx + 736]
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rdx + 736]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, [rsi + 736]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 704]
+    vpmuldq      ymm2, ymm2, [rsi + 736]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2974,24 +2950,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      [rdi + 736], ymm2
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rsi + 800]
-    vmovdqu      ymm3, [rdx + 768]
-    vmovdqu      ymm4, [rdx + 800]
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rdx + 800]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, [rsi + 800]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 768]
+    vpmuldq      ymm2, ymm2, [rsi + 800]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3010,24 +2984,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      [rdi + 800], ymm2
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rsi + 864]
-    vmovdqu      ymm3, [rdx + 832]
-    vmovdqu      ymm4, [rdx + 864]
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rdx + 864]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, [rsi + 864]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 832]
+    vpmuldq      ymm2, ymm2, [rsi + 864]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3046,24 +3018,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      [rdi + 864], ymm2
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rsi + 928]
-    vmovdqu      ymm3, [rdx + 896]
-    vmovdqu      ymm4, [rdx + 928]
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rdx + 928]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, [rsi + 928]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 896]
+    vpmuldq      ymm2, ymm2, [rsi + 928]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3082,24 +3052,22 @@ kg_dilithium8380417_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      [rdi + 928], ymm2
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rsi + 992]
-    vmovdqu      ymm3, [rdx + 960]
-    vmovdqu      ymm4, [rdx + 992]
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rdx + 992]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, [rsi + 992]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 960]
+    vpmuldq      ymm2, ymm2, [rsi + 992]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3147,113 +3115,109 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      ymm15, [rel pd_41902085]            ; held in a register: read 20 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vmovdqu      ymm5, [rdi + 128]
-    vmovdqu      ymm6, [rdi + 160]
-    vmovdqu      ymm7, [rdi + 192]
-    vmovdqu      ymm8, [rdi + 224]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 7
+    vmovdqu      ymm2, [rdi + 64]
+    vmovdqu      ymm3, [rdi + 128]
+    vmovdqu      ymm4, [rdi + 192]
+    vpaddd       ymm5, ymm1, [rdi + 32]              ; layer 7
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 32]
+    vmovshdup    ymm6, ymm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 0
-    vpmuludq     ymm10, ymm1, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax - 64]
-    vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm12, ymm2
-    vpblendd     ymm2, ymm10, ymm2, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 96
-    vpmuludq     ymm10, ymm3, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 64]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm12, ymm4
-    vpblendd     ymm4, ymm10, ymm4, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 192
-    vpmuludq     ymm10, ymm5, [rax - 96]
-    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm7, ymm1, [rax - 96]
+    vmovshdup    ymm7, ymm7
     vpmuludq     ymm6, ymm6, [rax - 64]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
+    vmovshdup    ymm6, ymm5
+    vpmuludq     ymm7, ymm12, ymm5
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm12, ymm6
+    vpblendd     ymm6, ymm7, ymm6, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm12, ymm6
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpaddd       ymm6, ymm2, [rdi + 96]              ; layer 7
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 96]
+    vmovshdup    ymm7, ymm2
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 96
+    vpmuludq     ymm8, ymm2, [rax - 96]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rax - 64]
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm6
+    vpmuludq     ymm8, ymm12, ymm6
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm12, ymm7
+    vpblendd     ymm7, ymm8, ymm7, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 416] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 288
-    vpmuludq     ymm10, ymm7, [rax - 96]
-    vmovshdup    ymm10, ymm10
+    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm6, ymm6, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 160]             ; layer 7
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 160]
+    vmovshdup    ymm8, ymm3
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 192
+    vpmuludq     ymm9, ymm3, [rax - 96]
+    vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, [rax - 64]
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vmovshdup    ymm8, ymm7
+    vpmuludq     ymm9, ymm12, ymm7
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, ymm12
+    vpblendd     ymm8, ymm9, ymm8, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
+    vpaddd       ymm8, ymm4, [rdi + 224]             ; layer 7
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 224]
+    vmovshdup    ymm9, ymm4
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 416] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 288
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm12
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmuludq     ymm9, ymm9, [rax - 64]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vmovshdup    ymm9, ymm8
+    vpmuludq     ymm10, ymm8, ymm12
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, ymm12
+    vpblendd     ymm9, ymm10, ymm9, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm8, ymm9, ymm8
+    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm2, ymm9, 170
-    vpsrlq       ymm2, ymm2, 32
-    vpblendd     ymm1, ymm2, ymm1, 170
-    vpsllq       ymm2, ymm3, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsllq       ymm4, ymm5, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm1, ymm5, ymm1, 170
+    vpsllq       ymm5, ymm2, 32
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsllq       ymm6, ymm3, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm3, ymm7, ymm3, 170
+    vpsllq       ymm7, ymm4, 32
     vpblendd     ymm7, ymm8, ymm7, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm4, ymm8, ymm4, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
@@ -3266,47 +3230,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
-    vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm9, ymm5, ymm2                    ; layer 6
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 32]
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 32]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vpaddd       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm6, ymm6, ymm7
-    vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rax + 96]
+    vpsubd       ymm3, ymm6, ymm3
+    vmovshdup    ymm6, ymm3
+    vpmuludq     ymm10, ymm3, [rax + 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rax + 32]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm6
+    vpaddd       ymm6, ymm7, ymm4                    ; layer 6
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm4, ymm7, ymm4
+    vmovshdup    ymm7, ymm4
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm6, ymm6, ymm7
+    vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
     vpunpcklqdq  ymm8, ymm9, ymm2
     vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm3, ymm4
-    vpunpckhqdq  ymm3, ymm3, ymm4
-    vpunpcklqdq  ymm4, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm9, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
@@ -3341,9 +3305,9 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
-    vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm14, ymm4
-    vpsubd       ymm4, ymm4, ymm5
+    vpaddd       ymm9, ymm5, ymm4                    ; layer 5
+    vpaddd       ymm5, ymm14, ymm5
+    vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
     vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
@@ -3508,112 +3472,108 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      [rdi + 192], ymm5
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 7
+    vmovdqu      ymm2, [rdi + 320]
+    vmovdqu      ymm3, [rdi + 384]
+    vmovdqu      ymm4, [rdi + 448]
+    vpaddd       ymm5, ymm1, [rdi + 288]             ; layer 7
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax]
-    vpblendd     ymm2, ymm10, ymm2, 170
+    vpsubd       ymm1, ymm1, [rdi + 288]
+    vmovshdup    ymm6, ymm1
+    vpmuludq     ymm7, ymm1, [rax - 32]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rax]
+    vpblendd     ymm6, ymm7, ymm6, 170
     vpmulld      ymm1, ymm1, [rax - 64]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm12, ymm2
-    vpblendd     ymm2, ymm10, ymm2, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1440
-    vpmuludq     ymm10, ymm3, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 64]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm12, ymm4
-    vpblendd     ymm4, ymm10, ymm4, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1536
-    vpmuludq     ymm10, ymm5, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 64]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmuludq     ymm7, ymm12, ymm5
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm12, ymm6
+    vpblendd     ymm6, ymm7, ymm6, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm12, ymm6
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpaddd       ymm6, ymm2, [rdi + 352]             ; layer 7
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 352]
+    vmovshdup    ymm7, ymm2
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1440
+    vpmuludq     ymm8, ymm2, [rax - 96]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rax - 64]
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm6
+    vpmuludq     ymm8, ymm12, ymm6
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm12, ymm7
+    vpblendd     ymm7, ymm8, ymm7, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1632
-    vpmuludq     ymm10, ymm7, [rax - 96]
-    vmovshdup    ymm10, ymm10
+    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm6, ymm6, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 416]             ; layer 7
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 416]
+    vmovshdup    ymm8, ymm3
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmuludq     ymm9, ymm3, [rax - 96]
+    vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, [rax - 64]
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vmovshdup    ymm8, ymm7
+    vpmuludq     ymm9, ymm12, ymm7
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, ymm12
+    vpblendd     ymm8, ymm9, ymm8, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
+    vpaddd       ymm8, ymm4, [rdi + 480]             ; layer 7
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 480]
+    vmovshdup    ymm9, ymm4
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1632
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm12
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmuludq     ymm9, ymm9, [rax - 64]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vmovshdup    ymm9, ymm8
+    vpmuludq     ymm10, ymm8, ymm12
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, ymm12
+    vpblendd     ymm9, ymm10, ymm9, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm8, ymm9, ymm8
+    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm2, ymm9, 170
-    vpsrlq       ymm2, ymm2, 32
-    vpblendd     ymm1, ymm2, ymm1, 170
-    vpsllq       ymm2, ymm3, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsllq       ymm4, ymm5, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm1, ymm5, ymm1, 170
+    vpsllq       ymm5, ymm2, 32
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsllq       ymm6, ymm3, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm3, ymm7, ymm3, 170
+    vpsllq       ymm7, ymm4, 32
     vpblendd     ymm7, ymm8, ymm7, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm4, ymm8, ymm4, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
@@ -3626,47 +3586,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
-    vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm9, ymm5, ymm2                    ; layer 6
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 32]
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 32]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vpaddd       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm6, ymm6, ymm7
-    vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rax + 96]
+    vpsubd       ymm3, ymm6, ymm3
+    vmovshdup    ymm6, ymm3
+    vpmuludq     ymm10, ymm3, [rax + 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rax + 32]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm6
+    vpaddd       ymm6, ymm7, ymm4                    ; layer 6
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm4, ymm7, ymm4
+    vmovshdup    ymm7, ymm4
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm6, ymm6, ymm7
+    vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
     vpunpcklqdq  ymm8, ymm9, ymm2
     vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm3, ymm4
-    vpunpckhqdq  ymm3, ymm3, ymm4
-    vpunpcklqdq  ymm4, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm9, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
@@ -3701,9 +3661,9 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
-    vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm14, ymm4
-    vpsubd       ymm4, ymm4, ymm5
+    vpaddd       ymm9, ymm5, ymm4                    ; layer 5
+    vpaddd       ymm5, ymm14, ymm5
+    vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
     vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
@@ -3868,112 +3828,108 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      [rdi + 448], ymm5
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi + 512]
-    vmovdqu      ymm2, [rdi + 544]
-    vmovdqu      ymm3, [rdi + 576]
-    vmovdqu      ymm4, [rdi + 608]
-    vmovdqu      ymm5, [rdi + 640]
-    vmovdqu      ymm6, [rdi + 672]
-    vmovdqu      ymm7, [rdi + 704]
-    vmovdqu      ymm8, [rdi + 736]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 7
+    vmovdqu      ymm2, [rdi + 576]
+    vmovdqu      ymm3, [rdi + 640]
+    vmovdqu      ymm4, [rdi + 704]
+    vpaddd       ymm5, ymm1, [rdi + 544]             ; layer 7
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax]
-    vpblendd     ymm2, ymm10, ymm2, 170
+    vpsubd       ymm1, ymm1, [rdi + 544]
+    vmovshdup    ymm6, ymm1
+    vpmuludq     ymm7, ymm1, [rax - 32]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rax]
+    vpblendd     ymm6, ymm7, ymm6, 170
     vpmulld      ymm1, ymm1, [rax - 64]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm12, ymm2
-    vpblendd     ymm2, ymm10, ymm2, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2912] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2784
-    vpmuludq     ymm10, ymm3, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 64]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm12, ymm4
-    vpblendd     ymm4, ymm10, ymm4, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2880
-    vpmuludq     ymm10, ymm5, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 64]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmuludq     ymm7, ymm12, ymm5
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm12, ymm6
+    vpblendd     ymm6, ymm7, ymm6, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm12, ymm6
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpaddd       ymm6, ymm2, [rdi + 608]             ; layer 7
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 608]
+    vmovshdup    ymm7, ymm2
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2912] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2784
+    vpmuludq     ymm8, ymm2, [rax - 96]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rax - 64]
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm6
+    vpmuludq     ymm8, ymm12, ymm6
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm12, ymm7
+    vpblendd     ymm7, ymm8, ymm7, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2976
-    vpmuludq     ymm10, ymm7, [rax - 96]
-    vmovshdup    ymm10, ymm10
+    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm6, ymm6, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 672]             ; layer 7
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 672]
+    vmovshdup    ymm8, ymm3
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2880
+    vpmuludq     ymm9, ymm3, [rax - 96]
+    vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, [rax - 64]
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vmovshdup    ymm8, ymm7
+    vpmuludq     ymm9, ymm12, ymm7
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, ymm12
+    vpblendd     ymm8, ymm9, ymm8, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm7, ymm7, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
+    vpaddd       ymm8, ymm4, [rdi + 736]             ; layer 7
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 736]
+    vmovshdup    ymm9, ymm4
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2976
+    vpmuludq     ymm10, ymm4, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm12
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmuludq     ymm9, ymm9, [rax - 64]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vmovshdup    ymm9, ymm8
+    vpmuludq     ymm10, ymm8, ymm12
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, ymm12
+    vpblendd     ymm9, ymm10, ymm9, 170
     lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm8, ymm9, ymm8
+    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm2, ymm9, 170
-    vpsrlq       ymm2, ymm2, 32
-    vpblendd     ymm1, ymm2, ymm1, 170
-    vpsllq       ymm2, ymm3, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsllq       ymm4, ymm5, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm1, ymm5, ymm1, 170
+    vpsllq       ymm5, ymm2, 32
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsllq       ymm6, ymm3, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm3, ymm7, ymm3, 170
+    vpsllq       ymm7, ymm4, 32
     vpblendd     ymm7, ymm8, ymm7, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm4, ymm8, ymm4, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
@@ -3986,47 +3942,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
-    vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm9, ymm5, ymm2                    ; layer 6
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 32]
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 32]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vpaddd       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm6, ymm6, ymm7
-    vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rax + 96]
+    vpsubd       ymm3, ymm6, ymm3
+    vmovshdup    ymm6, ymm3
+    vpmuludq     ymm10, ymm3, [rax + 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rax + 32]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm6
+    vpaddd       ymm6, ymm7, ymm4                    ; layer 6
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm4, ymm7, ymm4
+    vmovshdup    ymm7, ymm4
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm6, ymm6, ymm7
+    vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
     vpunpcklqdq  ymm8, ymm9, ymm2
     vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm3, ymm4
-    vpunpckhqdq  ymm3, ymm3, ymm4
-    vpunpcklqdq  ymm4, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm9, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
@@ -4061,9 +4017,9 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
-    vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm14, ymm4
-    vpsubd       ymm4, ymm4, ymm5
+    vpaddd       ymm9, ymm5, ymm4                    ; layer 5
+    vpaddd       ymm5, ymm14, ymm5
+    vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
     vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
@@ -4226,109 +4182,105 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      [rdi + 704], ymm5
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdi + 768]
-    vmovdqu      ymm2, [rdi + 800]
-    vmovdqu      ymm3, [rdi + 832]
-    vmovdqu      ymm4, [rdi + 864]
-    vmovdqu      ymm5, [rdi + 896]
-    vmovdqu      ymm6, [rdi + 928]
-    vmovdqu      ymm7, [rdi + 960]
-    vmovdqu      ymm8, [rdi + 992]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 7
+    vmovdqu      ymm2, [rdi + 832]
+    vmovdqu      ymm3, [rdi + 896]
+    vmovdqu      ymm4, [rdi + 960]
+    vpaddd       ymm5, ymm1, [rdi + 800]             ; layer 7
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rax + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax + 64]
-    vpblendd     ymm2, ymm10, ymm2, 170
+    vpsubd       ymm1, ymm1, [rdi + 800]
+    vmovshdup    ymm6, ymm1
+    vpmuludq     ymm7, ymm1, [rax + 32]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rax + 64]
+    vpblendd     ymm6, ymm7, ymm6, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm12, ymm2
-    vpblendd     ymm2, ymm10, ymm2, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm3, ymm4                    ; layer 7
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4256] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4128
-    vpmuludq     ymm10, ymm3, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 64]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm12, ymm4
-    vpblendd     ymm4, ymm10, ymm4, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm9, ymm9, [rax - 128]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm6                    ; layer 7
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4352] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4224
-    vpmuludq     ymm10, ymm5, [rax - 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 64]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmuludq     ymm7, ymm12, ymm5
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm12, ymm6
+    vpblendd     ymm6, ymm7, ymm6, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
     vpmulld      ymm5, ymm5, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm12, ymm6
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm8, ymm7                    ; layer 7
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rax]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax + 32]
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rax - 32]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm12
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm9, ymm9, [rel pd_16382]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm8, ymm9, ymm8
-    vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm2, ymm9, 170
-    vpsrlq       ymm2, ymm2, 32
-    vpblendd     ymm1, ymm2, ymm1, 170
-    vpsllq       ymm2, ymm3, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsllq       ymm4, ymm5, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
+    vpaddd       ymm6, ymm2, [rdi + 864]             ; layer 7
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 864]
+    vmovshdup    ymm7, ymm2
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4256] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4128
+    vpmuludq     ymm8, ymm2, [rax - 96]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rax - 64]
     vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm6
+    vpmuludq     ymm8, ymm12, ymm6
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm12, ymm7
+    vpblendd     ymm7, ymm8, ymm7, 170
+    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
+    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm6, ymm6, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 928]             ; layer 7
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 928]
+    vmovshdup    ymm8, ymm3
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4352] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4224
+    vpmuludq     ymm9, ymm3, [rax - 96]
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, [rax - 64]
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vmovshdup    ymm8, ymm7
+    vpmuludq     ymm9, ymm12, ymm7
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, ymm12
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm7, ymm7, [rel pd_16382]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm7, ymm7, ymm8
+    vpaddd       ymm8, ymm4, [rdi + 992]             ; layer 7
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 992]
+    vmovshdup    ymm9, ymm4
+    vpmuludq     ymm10, ymm4, [rax]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, [rax + 32]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rax - 32]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vmovshdup    ymm9, ymm8
+    vpmuludq     ymm10, ymm8, ymm12
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, ymm12
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm8, ymm8, [rel pd_16382]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm1, ymm5, ymm1, 170
+    vpsllq       ymm5, ymm2, 32
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsllq       ymm6, ymm3, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm3, ymm7, ymm3, 170
+    vpsllq       ymm7, ymm4, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm4, ymm8, ymm4, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 6
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
@@ -4340,48 +4292,48 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
-    vpaddd       ymm9, ymm2, ymm3                    ; layer 6
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm9, ymm5, ymm2                    ; layer 6
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4608] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4480
     vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 96]
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vpaddd       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm6, ymm6, ymm7
-    vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rax + 32]
+    vpsubd       ymm3, ymm6, ymm3
+    vmovshdup    ymm6, ymm3
+    vpmuludq     ymm10, ymm3, [rax - 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rax - 32]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm6
+    vpaddd       ymm6, ymm7, ymm4                    ; layer 6
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm4, ymm7, ymm4
+    vmovshdup    ymm7, ymm4
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm6, ymm6, ymm7
+    vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
     vpunpcklqdq  ymm8, ymm9, ymm2
     vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm3, ymm4
-    vpunpckhqdq  ymm3, ymm3, ymm4
-    vpunpcklqdq  ymm4, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm9, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
     vpaddd       ymm6, ymm7, ymm1                    ; layer 5
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
@@ -4416,9 +4368,9 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
-    vpaddd       ymm9, ymm4, ymm5                    ; layer 5
-    vpaddd       ymm4, ymm14, ymm4
-    vpsubd       ymm4, ymm4, ymm5
+    vpaddd       ymm9, ymm5, ymm4                    ; layer 5
+    vpaddd       ymm5, ymm14, ymm5
+    vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
     vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
@@ -4579,421 +4531,405 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovdqu      [rdi + 960], ymm5
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 256]
-    vmovdqu      ymm3, [rdi + 512]
-    vmovdqu      ymm4, [rdi + 768]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vmovdqu      ymm2, [rdi + 512]
+    vpaddd       ymm3, ymm1, [rdi + 256]             ; layer 1
     vpaddd       ymm1, ymm1, [rel pd_276553761]
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax + 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax + 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsubd       ymm1, ymm1, [rdi + 256]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax + 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax + 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
     vpmulld      ymm1, ymm1, [rax + 64]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm3, [rel pd_276553761]
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5376
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_544727105]
-    vpsubd       ymm2, ymm5, ymm2
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 768]             ; layer 1
+    vpaddd       ymm2, ymm2, [rel pd_276553761]
+    vpsubd       ymm2, ymm2, [rdi + 768]
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5376
+    vpmuludq     ymm6, ymm2, [rax - 32]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm13, ymm1
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm3, [rel pd_544727105]
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm4
-    vmovdqu      [rdi + 256], ymm5
-    vmovdqu      [rdi + 512], ymm2
-    vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 544]
-    vmovdqu      ymm4, [rdi + 800]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm15, ymm1
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
+    vpmuludq     ymm2, ymm13, ymm2
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
+    vmovdqu      [rdi], ymm5
+    vmovdqu      [rdi + 256], ymm4
+    vmovdqu      [rdi + 512], ymm3
+    vmovdqu      [rdi + 768], ymm1
+    vmovdqu      ymm1, [rdi + 32]
+    vmovdqu      ymm2, [rdi + 544]
+    vpaddd       ymm3, ymm1, [rdi + 288]             ; layer 1
+    vpaddd       ymm1, ymm15, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 288]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 800]             ; layer 1
+    vpaddd       ymm2, ymm15, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 800]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm3, [rel pd_75423753]
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm1
+    vpmuludq     ymm6, ymm13, ymm1
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpmulld      ymm1, ymm1, [rax]
+    vpmulld      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 288], ymm4
+    vmovdqu      [rdi + 544], ymm3
+    vmovdqu      [rdi + 800], ymm1
+    vmovdqu      ymm1, [rdi + 64]
+    vmovdqu      ymm2, [rdi + 576]
+    vpaddd       ymm3, ymm1, [rdi + 320]             ; layer 1
+    vpaddd       ymm1, ymm14, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 320]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 832]             ; layer 1
+    vpaddd       ymm2, ymm14, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 832]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
     vpaddd       ymm3, ymm15, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
+    vpmuludq     ymm6, ymm13, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
+    vpmuludq     ymm4, ymm13, ymm4
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm5, [rel pd_75423753]
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm13, ymm1
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 32], ymm4
-    vmovdqu      [rdi + 288], ymm5
-    vmovdqu      [rdi + 544], ymm2
-    vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vmovdqu      ymm3, [rdi + 576]
-    vmovdqu      ymm4, [rdi + 832]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
-    vpaddd       ymm1, ymm14, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm14, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm15, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
     vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 64], ymm4
-    vmovdqu      [rdi + 320], ymm5
-    vmovdqu      [rdi + 576], ymm2
+    vpmulld      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 64], ymm5
+    vmovdqu      [rdi + 320], ymm4
+    vmovdqu      [rdi + 576], ymm3
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vmovdqu      ymm3, [rdi + 608]
-    vmovdqu      ymm4, [rdi + 864]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vmovdqu      ymm2, [rdi + 608]
+    vpaddd       ymm3, ymm1, [rdi + 352]             ; layer 1
     vpaddd       ymm1, ymm14, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 352]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 864]             ; layer 1
+    vpaddd       ymm2, ymm14, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 864]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm15, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
+    vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
+    vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
+    vpmuludq     ymm2, ymm13, ymm2
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
+    vmovdqu      [rdi + 96], ymm5
+    vmovdqu      [rdi + 352], ymm4
+    vmovdqu      [rdi + 608], ymm3
+    vmovdqu      [rdi + 864], ymm1
+    vmovdqu      ymm1, [rdi + 128]
+    vmovdqu      ymm2, [rdi + 640]
+    vpaddd       ymm3, ymm1, [rdi + 384]             ; layer 1
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 384]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 896]             ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 896]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
     vpaddd       ymm3, ymm14, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
+    vpmuludq     ymm6, ymm13, ymm3
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
+    vpmuludq     ymm4, ymm13, ymm4
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm15, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm6, ymm13, ymm1
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 96], ymm4
-    vmovdqu      [rdi + 352], ymm5
-    vmovdqu      [rdi + 608], ymm2
-    vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vmovdqu      ymm3, [rdi + 640]
-    vmovdqu      ymm4, [rdi + 896]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm14, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
     vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 384], ymm5
-    vmovdqu      [rdi + 640], ymm2
+    vpmulld      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 128], ymm5
+    vmovdqu      [rdi + 384], ymm4
+    vmovdqu      [rdi + 640], ymm3
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vmovdqu      ymm3, [rdi + 672]
-    vmovdqu      ymm4, [rdi + 928]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vmovdqu      ymm2, [rdi + 672]
+    vpaddd       ymm3, ymm1, [rdi + 416]             ; layer 1
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 416]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 928]             ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 928]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm14, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm14, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
     vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 160], ymm4
-    vmovdqu      [rdi + 416], ymm5
-    vmovdqu      [rdi + 672], ymm2
+    vpmulld      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 160], ymm5
+    vmovdqu      [rdi + 416], ymm4
+    vmovdqu      [rdi + 672], ymm3
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vmovdqu      ymm3, [rdi + 704]
-    vmovdqu      ymm4, [rdi + 960]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vmovdqu      ymm2, [rdi + 704]
+    vpaddd       ymm3, ymm1, [rdi + 448]             ; layer 1
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 448]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 960]             ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 960]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm14, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm14, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
     vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 192], ymm4
-    vmovdqu      [rdi + 448], ymm5
-    vmovdqu      [rdi + 704], ymm2
+    vpmulld      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 192], ymm5
+    vmovdqu      [rdi + 448], ymm4
+    vmovdqu      [rdi + 704], ymm3
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vmovdqu      ymm3, [rdi + 736]
-    vmovdqu      ymm4, [rdi + 992]
-    vpaddd       ymm5, ymm1, ymm2                    ; layer 1
+    vmovdqu      ymm2, [rdi + 736]
+    vpaddd       ymm3, ymm1, [rdi + 480]             ; layer 1
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 480]
+    vmovshdup    ymm4, ymm1
+    vpmuludq     ymm5, ymm1, [rax - 96]
+    vmovshdup    ymm5, ymm5
+    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm4
+    vpaddd       ymm4, ymm2, [rdi + 992]             ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 992]
+    vmovshdup    ymm5, ymm2
+    vpmuludq     ymm6, ymm2, [rax - 32]
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm3, ymm4                    ; layer 0
+    vpaddd       ymm3, ymm14, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm6, ymm13, ymm3
+    vmovshdup    ymm6, ymm6
+    vpmuludq     ymm4, ymm13, ymm4
+    vpblendd     ymm4, ymm6, ymm4, 170
+    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpaddd       ymm4, ymm1, ymm2                    ; layer 0
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm6, ymm1, [rax - 96]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm2, ymm2, [rax - 96]
-    vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm6, ymm3, [rax - 32]
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm4, ymm4, [rax - 32]
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm2                    ; layer 0
-    vpaddd       ymm5, ymm14, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm6, ymm13, ymm2
-    vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm13, ymm5
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
     vpmuludq     ymm6, ymm13, ymm1
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm6, ymm3, 170
+    vpmuludq     ymm2, ymm13, ymm2
+    vpblendd     ymm2, ymm6, ymm2, 170
     vpmulld      ymm1, ymm1, [rax]
-    vpmulld      ymm0, ymm3, ymm0
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vmovdqu      [rdi + 224], ymm4
-    vmovdqu      [rdi + 480], ymm5
-    vmovdqu      [rdi + 736], ymm2
+    vmovdqu      [rdi + 224], ymm5
+    vmovdqu      [rdi + 480], ymm4
+    vmovdqu      [rdi + 736], ymm3
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
     ret
@@ -5750,492 +5686,460 @@ kg_dilithium8380417_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx2.end - kg_dilithium8380417_mulmod_shoup_avx2)
 align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm6, [rel pd_8380417]              ; held in a register: read 32 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vmovshdup    ymm3, [rsi + 32]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 32]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 32]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 64]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vmovshdup    ymm3, [rsi + 96]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 96]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 96]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 128]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 128]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vmovshdup    ymm3, [rsi + 160]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 160]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 160]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 192]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 192]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vmovshdup    ymm3, [rsi + 224]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 224]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 224]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 256]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 256]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vmovshdup    ymm3, [rsi + 288]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 288]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 288]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 320]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 320]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vmovshdup    ymm3, [rsi + 352]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 352]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 352]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 384]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 384]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vmovshdup    ymm3, [rsi + 416]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 416]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 416]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 448]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 448]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vmovshdup    ymm3, [rsi + 480]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 480]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 480]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 512]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vmovshdup    ymm3, [rsi + 544]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 544]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 544]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 576]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 576]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vmovshdup    ymm3, [rsi + 608]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 608]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 608]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 640]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 640]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vmovshdup    ymm3, [rsi + 672]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 672]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 672]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 704]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 704]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vmovshdup    ymm3, [rsi + 736]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 736]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 736]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 768]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 768]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vmovshdup    ymm3, [rsi + 800]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 800]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 800]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 832]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 832]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vmovshdup    ymm3, [rsi + 864]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 864]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 864]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 896]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 896]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vmovshdup    ymm3, [rsi + 928]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 928]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 928]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 960]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 960]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vmovshdup    ymm3, [rsi + 992]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 992]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 992]
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -6249,621 +6153,557 @@ kg_dilithium8380417_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx2.end - kg_dilithium8380417_muladd_shoup_avx2)
 align 32
 kg_dilithium8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
-    vmovdqu      ymm7, [rel pd_8380417]              ; held in a register: read 32 times
+    vmovdqu      ymm5, [rel pd_16760834]             ; held in a register: read 32 times
+    vmovdqu      ymm6, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vmovshdup    ymm3, [rsi + 32]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 32]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 32]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 32]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 64]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 64]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vmovshdup    ymm3, [rsi + 96]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 96]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 96]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 96]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 128]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 128]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 128]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vmovshdup    ymm3, [rsi + 160]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 160]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 160]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 160]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 192]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 192]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 192]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vmovshdup    ymm3, [rsi + 224]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 224]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 224]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 224]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 256]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 256]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 256]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vmovshdup    ymm3, [rsi + 288]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 288]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 288]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 288]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 320]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 320]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 320]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vmovshdup    ymm3, [rsi + 352]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 352]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 352]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 352]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 384]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 384]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 384]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vmovshdup    ymm3, [rsi + 416]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 416]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 416]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 416]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 448]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 448]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 448]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vmovshdup    ymm3, [rsi + 480]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 480]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 480]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 480]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 480]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 512]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 512]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 512]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vmovshdup    ymm3, [rsi + 544]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 544]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 544]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 544]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 544]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 576]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 576]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 576]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 576]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vmovshdup    ymm3, [rsi + 608]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 608]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 608]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 608]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 608]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 640]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 640]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 640]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 640]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vmovshdup    ymm3, [rsi + 672]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 672]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 672]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 672]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 672]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 704]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 704]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 704]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 704]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vmovshdup    ymm3, [rsi + 736]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 736]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 736]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 736]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 736]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 768]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 768]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 768]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 768]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vmovshdup    ymm3, [rsi + 800]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 800]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 800]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 800]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 800]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 832]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 832]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 832]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 832]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vmovshdup    ymm3, [rsi + 864]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 864]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 864]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 864]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 864]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 896]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 896]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 896]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 896]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vmovshdup    ymm3, [rsi + 928]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 928]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 928]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 928]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 928]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 960]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 960]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 960]
-    vpaddd       ymm1, ymm1, ymm2
+    vpaddd       ymm1, ymm1, [r8 + 960]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vmovshdup    ymm3, [rsi + 992]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 992]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 992]
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 992]
-    vpaddd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm0, ymm0, [r8 + 992]
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper

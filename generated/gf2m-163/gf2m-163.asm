@@ -1344,25 +1344,24 @@ kg_gf2m163_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx2.end - kg_gf2m163_freeze_avx2)
 align 32
 kg_gf2m163_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovq        xmm1, qword [rsi + 16]
-    vpsrlq       xmm2, xmm1, 35
-    vpsllq       xmm3, xmm2, 7
-    vpsllq       xmm4, xmm2, 6
-    vpsllq       xmm5, xmm2, 3
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm1
+    vmovq        xmm0, qword [rsi + 16]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm2, xmm1, 7
+    vpsllq       xmm3, xmm1, 6
+    vpsllq       xmm4, xmm1, 3
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm1, xmm1, [rsi]
+    vmovdqu      [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
     ret
 .end:
 
@@ -1387,34 +1386,32 @@ global kg_gf2m163_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx
 align 32
 kg_gf2m163_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
+    vmovdqu      xmm0, [rsi + 32]
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm1, xmm2
+    vpclmulqdq   xmm1, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpxor        xmm0, xmm0, [rsi + 16]
+    vpsrldq      xmm2, xmm1, 8
+    vpxor        xmm2, xmm0, xmm2
     vpsrldq      xmm2, xmm2, 8
     vpclmulqdq   xmm2, xmm2, [rax - 128], 0
-    vpxor        xmm0, xmm0, xmm2
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm2, xmm1, 35
-    vpsllq       xmm3, xmm2, 7
-    vpsllq       xmm4, xmm2, 6
-    vpsllq       xmm5, xmm2, 3
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm2, xmm2, [rsi]
+    vpslldq      xmm3, xmm1, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm1
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqu      [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
     ret
 .end:
 
@@ -2796,346 +2793,344 @@ kg_gf2m163_ladder_step_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 224
-    vmovdqu      xmm0, [rsi]
-    vmovq        xmm1, qword [rsi + 16]
-    vmovdqu      xmm2, [rsi + 24]
-    vmovq        xmm3, qword [rsi + 40]
-    vmovdqu      xmm4, [rsi + 48]
-    vmovq        xmm5, qword [rsi + 64]
-    vmovdqu      xmm6, [rsi + 72]
-    vmovq        xmm7, qword [rsi + 88]
-    vmovdqu      xmm8, [rdx]
-    vmovq        xmm9, qword [rdx + 16]
-    vmovdqu      xmm10, [rcx]
-    vmovq        xmm11, qword [rcx + 16]
-    vpbroadcastq xmm12, qword [r8]
-    vpxor        xmm13, xmm0, xmm4
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm13, xmm1, xmm5
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm13, xmm2, xmm6
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm13, xmm3, xmm7
-    vpand        xmm12, xmm13, xmm12
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm7, xmm12, xmm7
-    vpclmulqdq   xmm12, xmm0, xmm6, 0
-    vpclmulqdq   xmm13, xmm0, xmm6, 1
-    vpclmulqdq   xmm14, xmm0, xmm6, 16
-    vpclmulqdq   xmm15, xmm0, xmm6, 17
-    vmovdqa      [rsp], xmm9                         ; spill
-    vpclmulqdq   xmm9, xmm0, xmm7, 0
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm0, xmm7, 1
-    vmovdqa      [rsp + 64], xmm11                   ; spill
-    vpclmulqdq   xmm11, xmm1, xmm6, 0
-    vpclmulqdq   xmm6, xmm1, xmm6, 16
-    vpclmulqdq   xmm7, xmm1, xmm7, 0
-    vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm9, xmm15, xmm9
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm6, xmm8, xmm6
-    vpslldq      xmm8, xmm13, 8
-    vpxor        xmm8, xmm12, xmm8
-    vpalignr     xmm11, xmm6, xmm13, 8
-    vpxor        xmm9, xmm9, xmm11
-    vpsrldq      xmm6, xmm6, 8
-    vpxor        xmm6, xmm7, xmm6
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm7, xmm6, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
-    vpxor        xmm6, xmm9, xmm6
-    vpsrldq      xmm9, xmm7, 8
-    vpxor        xmm9, xmm9, xmm6
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rax - 128], 0
-    vpxor        xmm8, xmm8, xmm9
-    vpslldq      xmm9, xmm7, 8
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm7, xmm7, 8
-    vpxor        xmm6, xmm6, xmm7
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm6, xmm6, [rax - 128]
-    vpclmulqdq   xmm7, xmm4, xmm2, 0
-    vpclmulqdq   xmm9, xmm4, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm2, 16
-    vpclmulqdq   xmm12, xmm4, xmm2, 17
-    vpclmulqdq   xmm13, xmm4, xmm3, 0
-    vpclmulqdq   xmm4, xmm4, xmm3, 1
-    vpclmulqdq   xmm14, xmm5, xmm2, 0
-    vpclmulqdq   xmm15, xmm5, xmm2, 16
-    vpclmulqdq   xmm5, xmm5, xmm3, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm11, xmm12, xmm13
+    vmovq        xmm0, qword [rsi + 16]
+    vmovq        xmm1, qword [rsi + 40]
+    vmovdqu      xmm2, [rsi + 48]
+    vmovq        xmm3, qword [rsi + 64]
+    vmovdqu      xmm4, [rsi + 72]
+    vmovq        xmm5, qword [rsi + 88]
+    vmovdqu      xmm6, [rdx]
+    vmovq        xmm7, qword [rdx + 16]
+    vmovdqu      xmm8, [rcx]
+    vmovq        xmm9, qword [rcx + 16]
+    vpbroadcastq xmm10, qword [r8]
+    vpxor        xmm11, xmm2, [rsi]
+    vpand        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm11, [rsi]
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm11, xmm0, xmm3
+    vpand        xmm11, xmm11, xmm10
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm11, xmm4, [rsi + 24]
+    vpand        xmm11, xmm11, xmm10
+    vpxor        xmm13, xmm11, [rsi + 24]
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm11, xmm1, xmm5
+    vpand        xmm10, xmm11, xmm10
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm5, xmm10, xmm5
+    vpclmulqdq   xmm10, xmm12, xmm4, 0
+    vpclmulqdq   xmm11, xmm12, xmm4, 1
+    vpclmulqdq   xmm14, xmm12, xmm4, 16
+    vpclmulqdq   xmm15, xmm12, xmm4, 17
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpclmulqdq   xmm7, xmm12, xmm5, 0
+    vmovdqa      [rsp + 32], xmm6                    ; spill
+    vpclmulqdq   xmm6, xmm12, xmm5, 1
+    vmovdqa      [rsp + 64], xmm9                    ; spill
+    vpclmulqdq   xmm9, xmm0, xmm4, 0
+    vpclmulqdq   xmm4, xmm0, xmm4, 16
+    vpclmulqdq   xmm5, xmm0, xmm5, 0
     vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm4, xmm15, xmm4
-    vpslldq      xmm12, xmm9, 8
-    vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm9, xmm4, xmm9, 8
-    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm15, xmm7
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm4, xmm6, xmm4
+    vpslldq      xmm6, xmm11, 8
+    vpxor        xmm6, xmm10, xmm6
+    vpalignr     xmm9, xmm4, xmm11, 8
+    vpxor        xmm7, xmm9, xmm7
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm5, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpxor        xmm4, xmm9, xmm4
-    vpsrldq      xmm9, xmm5, 8
-    vpxor        xmm9, xmm9, xmm4
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rax - 128], 0
-    vpxor        xmm7, xmm9, xmm7
-    vpslldq      xmm9, xmm5, 8
-    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxor        xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm6, xmm6, xmm7
     vpsrldq      xmm5, xmm5, 8
     vpxor        xmm4, xmm4, xmm5
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm4, xmm4, [rax - 128]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm9, xmm1, [rax - 128], 0
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rax - 128], 0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm5, xmm9, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm1, xmm1, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm9, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm3, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rax - 128], 0
-    vpxor        xmm2, xmm2, xmm5
-    vpslldq      xmm5, xmm9, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm3, xmm3, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpxor        xmm5, xmm8, xmm7
-    vpxor        xmm9, xmm6, xmm4
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm12, xmm9, [rax - 128], 0
-    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
-    vpxor        xmm9, xmm11, xmm9
-    vpsrldq      xmm11, xmm12, 8
-    vpxor        xmm11, xmm9, xmm11
-    vpsrldq      xmm11, xmm11, 8
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
-    vpxor        xmm5, xmm11, xmm5
-    vpslldq      xmm11, xmm12, 8
-    vpxor        xmm5, xmm11, xmm5
-    vpsrldq      xmm11, xmm12, 8
-    vpxor        xmm9, xmm9, xmm11
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm9, xmm9, [rax - 128]
-    vpclmulqdq   xmm11, xmm0, xmm2, 0
-    vpclmulqdq   xmm12, xmm0, xmm2, 1
-    vpclmulqdq   xmm13, xmm0, xmm2, 16
-    vpclmulqdq   xmm14, xmm0, xmm2, 17
-    vpclmulqdq   xmm15, xmm0, xmm3, 0
-    vmovdqa      [rsp + 96], xmm6                    ; spill
-    vpclmulqdq   xmm6, xmm0, xmm3, 1
-    vmovdqa      [rsp + 128], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm2, 0
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm2, 16
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm3, 0
-    vpxor        xmm12, xmm12, xmm13
-    vpxor        xmm13, xmm14, xmm15
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm6, xmm6, xmm7
-    vpslldq      xmm7, xmm12, 8
-    vpxor        xmm7, xmm11, xmm7
-    vpalignr     xmm11, xmm6, xmm12, 8
-    vpxor        xmm4, xmm11, xmm4
-    vpsrldq      xmm6, xmm6, 8
-    vpxor        xmm6, xmm8, xmm6
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm8, xmm6, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm6, xmm4, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 0
-    vpxor        xmm6, xmm7, xmm6
-    vpslldq      xmm7, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm8, 8
-    vpxor        xmm4, xmm4, xmm7
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm4, xmm4, [rax - 128]
-    vpclmulqdq   xmm7, xmm10, xmm2, 0
-    vpclmulqdq   xmm8, xmm10, xmm2, 1
-    vpclmulqdq   xmm11, xmm10, xmm2, 16
-    vpclmulqdq   xmm12, xmm10, xmm2, 17
-    vpclmulqdq   xmm13, xmm10, xmm3, 0
-    vpclmulqdq   xmm10, xmm10, xmm3, 1
-    vmovdqa      xmm14, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm15, xmm14, xmm2, 0
-    vpclmulqdq   xmm2, xmm14, xmm2, 16
-    vpclmulqdq   xmm3, xmm14, xmm3, 0
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm11, xmm12, xmm13
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm10, xmm8, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm8, xmm2, xmm8, 8
-    vpxor        xmm8, xmm11, xmm8
+    vpclmulqdq   xmm5, xmm2, xmm13, 0
+    vpclmulqdq   xmm7, xmm2, xmm13, 1
+    vpclmulqdq   xmm9, xmm2, xmm13, 16
+    vpclmulqdq   xmm10, xmm2, xmm13, 17
+    vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm2, xmm2, xmm1, 1
+    vpclmulqdq   xmm14, xmm3, xmm13, 0
+    vpclmulqdq   xmm15, xmm3, xmm13, 16
+    vpclmulqdq   xmm3, xmm3, xmm1, 0
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm9, xmm10, xmm11
+    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpslldq      xmm10, xmm7, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm7, xmm2, xmm7, 8
+    vpxor        xmm7, xmm9, xmm7
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm3, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpxor        xmm2, xmm8, xmm2
-    vpsrldq      xmm8, xmm3, 8
-    vpxor        xmm8, xmm8, xmm2
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rax - 128], 0
-    vpxor        xmm7, xmm8, xmm7
-    vpslldq      xmm8, xmm3, 8
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm3, 8
+    vpxor        xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpxor        xmm5, xmm5, xmm7
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm2, xmm2, [rax - 128]
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm12, xmm12, 17
+    vpclmulqdq   xmm7, xmm12, xmm12, 0
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
-    vpxor        xmm0, xmm0, xmm2
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm2, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm3, xmm2, xmm5, 0
-    vpclmulqdq   xmm7, xmm2, xmm5, 1
-    vpclmulqdq   xmm8, xmm2, xmm5, 16
-    vpclmulqdq   xmm10, xmm2, xmm5, 17
-    vpclmulqdq   xmm11, xmm2, xmm9, 0
-    vpclmulqdq   xmm2, xmm2, xmm9, 1
-    vmovdqa      xmm12, [rsp]                        ; reload
-    vpclmulqdq   xmm13, xmm12, xmm5, 0
-    vpclmulqdq   xmm14, xmm12, xmm5, 16
-    vpclmulqdq   xmm12, xmm12, xmm9, 0
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm8, xmm10, xmm11
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm2, xmm14, xmm2
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpclmulqdq   xmm11, xmm10, [rsp + 160], 0
-    vpclmulqdq   xmm13, xmm10, [rsp + 160], 1
-    vpclmulqdq   xmm14, xmm10, [rsp + 160], 16
-    vpclmulqdq   xmm15, xmm10, [rsp + 160], 17
-    vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm10, [rsp + 128], 0
-    vpclmulqdq   xmm10, xmm10, [rsp + 128], 1
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vmovdqa      xmm9, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 32], xmm6                    ; spill
-    vpclmulqdq   xmm6, xmm9, [rsp + 160], 0
-    vmovdqa      [rsp + 64], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm9, [rsp + 160], 16
-    vpclmulqdq   xmm9, xmm9, [rsp + 128], 0
-    vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm5, xmm15, xmm5
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm6, xmm13, xmm7
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm12, xmm9
-    vpslldq      xmm7, xmm6, 8
+    vpclmulqdq   xmm9, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm9, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rax - 128], 0
+    vpxor        xmm3, xmm7, xmm3
+    vpslldq      xmm7, xmm9, 8
     vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm5, xmm4, 8
-    vpxor        xmm5, xmm2, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rax - 128], 0
-    vpxor        xmm3, xmm3, xmm5
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm4, xmm1, 35
-    vpsllq       xmm5, xmm4, 7
-    vpsllq       xmm6, xmm4, 6
-    vpsllq       xmm7, xmm4, 3
-    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm0, xmm0, xmm7
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm0, xmm0, [rax - 128]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm13, xmm13, 17
+    vpclmulqdq   xmm9, xmm13, xmm13, 0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm10, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxor        xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm10, 8
+    vpxor        xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpxor        xmm7, xmm9, xmm7
+    vpslldq      xmm9, xmm10, 8
+    vpxor        xmm7, xmm9, xmm7
+    vpsrldq      xmm9, xmm10, 8
+    vpxor        xmm1, xmm9, xmm1
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm1, xmm1, [rax - 128]
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm9, xmm6, xmm5
+    vpxor        xmm10, xmm4, xmm2
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm12, xmm10, [rax - 128], 0
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 1
+    vpxor        xmm10, xmm11, xmm10
+    vpsrldq      xmm11, xmm12, 8
+    vpxor        xmm11, xmm10, xmm11
+    vpsrldq      xmm11, xmm11, 8
+    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
+    vpxor        xmm9, xmm9, xmm11
+    vpslldq      xmm11, xmm12, 8
+    vpxor        xmm9, xmm9, xmm11
+    vpsrldq      xmm11, xmm12, 8
+    vpxor        xmm10, xmm10, xmm11
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm10, xmm10, [rax - 128]
+    vpclmulqdq   xmm11, xmm3, xmm7, 0
+    vpclmulqdq   xmm12, xmm3, xmm7, 1
+    vpclmulqdq   xmm13, xmm3, xmm7, 16
+    vpclmulqdq   xmm14, xmm3, xmm7, 17
+    vpclmulqdq   xmm15, xmm3, xmm1, 0
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 1
+    vmovdqa      [rsp + 128], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, xmm7, 0
+    vmovdqa      [rsp + 160], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm7, 16
+    vmovdqa      [rsp + 192], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm0, xmm1, 0
+    vpxor        xmm12, xmm12, xmm13
+    vpxor        xmm13, xmm14, xmm15
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm4, xmm4, xmm5
+    vpslldq      xmm5, xmm12, 8
+    vpxor        xmm5, xmm11, xmm5
+    vpalignr     xmm11, xmm4, xmm12, 8
+    vpxor        xmm2, xmm11, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm4, xmm6, xmm4
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm6, xmm4, [rax - 128], 0
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 1
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm6, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 0
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm0, xmm0, xmm4
-    vmovdqu      [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm1
+    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm5
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vpclmulqdq   xmm5, xmm8, xmm7, 0
+    vpclmulqdq   xmm6, xmm8, xmm7, 1
+    vpclmulqdq   xmm11, xmm8, xmm7, 16
+    vpclmulqdq   xmm12, xmm8, xmm7, 17
+    vpclmulqdq   xmm13, xmm8, xmm1, 0
+    vpclmulqdq   xmm8, xmm8, xmm1, 1
+    vmovdqa      xmm14, [rsp + 64]                   ; reload
+    vpclmulqdq   xmm15, xmm14, xmm7, 0
+    vpclmulqdq   xmm7, xmm14, xmm7, 16
+    vpclmulqdq   xmm1, xmm14, xmm1, 0
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm11, xmm12, xmm13
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm7, xmm8, xmm7
+    vpslldq      xmm8, xmm6, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpxor        xmm6, xmm11, xmm6
+    vpsrldq      xmm7, xmm7, 8
+    vpxor        xmm1, xmm1, xmm7
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm7, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm6, xmm1, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rax - 128], 0
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm1, xmm1, [rax - 128]
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm1, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm5, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 0
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm3, [rsp + 32]                    ; reload
+    vpclmulqdq   xmm5, xmm3, xmm9, 0
+    vpclmulqdq   xmm6, xmm3, xmm9, 1
+    vpclmulqdq   xmm7, xmm3, xmm9, 16
+    vpclmulqdq   xmm8, xmm3, xmm9, 17
+    vpclmulqdq   xmm11, xmm3, xmm10, 0
+    vpclmulqdq   xmm3, xmm3, xmm10, 1
+    vmovdqa      xmm12, [rsp]                        ; reload
+    vpclmulqdq   xmm13, xmm12, xmm9, 0
+    vpclmulqdq   xmm14, xmm12, xmm9, 16
+    vpclmulqdq   xmm12, xmm12, xmm10, 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm8, xmm11
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm3, xmm14, xmm3
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm11, xmm8, [rsp + 160], 0
+    vpclmulqdq   xmm13, xmm8, [rsp + 160], 1
+    vpclmulqdq   xmm14, xmm8, [rsp + 160], 16
+    vpclmulqdq   xmm15, xmm8, [rsp + 160], 17
+    vmovdqa      [rsp], xmm9                         ; spill
+    vpclmulqdq   xmm9, xmm8, [rsp + 128], 0
+    vpclmulqdq   xmm8, xmm8, [rsp + 128], 1
+    vmovdqa      [rsp + 192], xmm10                  ; spill
+    vmovdqa      xmm10, [rsp + 96]                   ; reload
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm10, [rsp + 160], 0
+    vmovdqa      [rsp + 64], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm10, [rsp + 160], 16
+    vpclmulqdq   xmm10, xmm10, [rsp + 128], 0
+    vpxor        xmm13, xmm13, xmm14
+    vpxor        xmm9, xmm15, xmm9
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm12, xmm10
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm6, xmm2, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 35
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 6
+    vpsllq       xmm7, xmm3, 3
+    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
+    vpand        xmm0, xmm0, [rax - 128]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vmovdqu      [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
     vmovdqa      xmm0, [rsp + 64]                    ; reload
     vpsrlq       xmm1, xmm0, 35
-    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm3, xmm1, 7
     vpsllq       xmm5, xmm1, 6
     vpsllq       xmm6, xmm1, 3
     vpand        xmm0, xmm0, [rax - 128]
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm3, xmm5
     vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vmovdqa      xmm4, [rsp + 32]                    ; reload
-    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vmovdqa      xmm3, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm3, xmm1
     vmovdqu      [rdi + 24], xmm1
     vmovq        qword [rdi + 40], xmm0
     vpsrlq       xmm0, xmm2, 35
     vpsllq       xmm1, xmm0, 7
-    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm3, xmm0, 6
     vpsllq       xmm5, xmm0, 3
     vpand        xmm2, xmm2, [rax - 128]
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm1, xmm1, xmm3
     vpxor        xmm0, xmm5, xmm0
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm0, xmm4, xmm0
     vmovdqu      [rdi + 48], xmm0
     vmovq        qword [rdi + 64], xmm2
     vmovdqa      xmm0, [rsp + 192]                   ; reload

@@ -1630,21 +1630,20 @@ kg_gf2m233_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx2.end - kg_gf2m233_freeze_avx2)
 align 32
 kg_gf2m233_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
+    vmovdqu      xmm0, [rsi + 16]
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm1, [rsi]
+    vmovdqu      [rdi], xmm1
+    vmovdqu      [rdi + 16], xmm0
     ret
 .end:
 
@@ -1657,7 +1656,7 @@ kg_gf2m233_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-5}, flags
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -1670,37 +1669,34 @@ global kg_gf2m233_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx
 align 32
 kg_gf2m233_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vpsllq       xmm4, xmm3, 23
-    vpsrlq       xmm5, xmm3, 41
-    vpsllq       xmm6, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm5, xmm5, xmm6
+    vmovdqu      xmm0, [rsi + 48]
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
     vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm6, xmm2, 41
-    vpsllq       xmm7, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm0, xmm0, [rsi + 32]
+    vpsrldq      xmm3, xmm2, 8
     vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm1, xmm1, xmm2
-    vpslldq      xmm2, xmm3, 8
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm4, xmm0, 41
+    vpsllq       xmm5, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm3, xmm3, [rsi]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm1, xmm1, [rsi + 16]
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm2, xmm4, 8
     vpxor        xmm0, xmm0, xmm2
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrlq       xmm2, xmm1, 41
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
+    vpxor        xmm1, xmm1, xmm2
+    vmovdqu      [rdi], xmm1
+    vmovdqu      [rdi + 16], xmm0
     ret
 .end:
 
@@ -3160,195 +3156,191 @@ kg_gf2m233_ladder_step_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 320
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovdqu      xmm4, [rsi + 64]
-    vmovdqu      xmm5, [rsi + 80]
-    vmovdqu      xmm6, [rsi + 96]
-    vmovdqu      xmm7, [rsi + 112]
-    vmovdqu      xmm8, [rdx]
-    vmovdqu      xmm9, [rdx + 16]
-    vmovdqu      xmm10, [rcx]
-    vmovdqu      xmm11, [rcx + 16]
-    vpbroadcastq xmm12, qword [r8]
-    vpxor        xmm13, xmm0, xmm4
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm13, xmm1, xmm5
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm13, xmm2, xmm6
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm13, xmm3, xmm7
-    vpand        xmm12, xmm13, xmm12
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm7, xmm12, xmm7
-    vpclmulqdq   xmm12, xmm0, xmm6, 0
-    vpclmulqdq   xmm13, xmm0, xmm6, 1
-    vpclmulqdq   xmm14, xmm0, xmm6, 16
-    vpclmulqdq   xmm15, xmm0, xmm6, 17
+    vmovdqu      xmm0, [rsi + 64]
+    vmovdqu      xmm1, [rsi + 80]
+    vmovdqu      xmm2, [rsi + 96]
+    vmovdqu      xmm3, [rsi + 112]
+    vmovdqu      xmm4, [rdx]
+    vmovdqu      xmm5, [rdx + 16]
+    vmovdqu      xmm6, [rcx]
+    vmovdqu      xmm7, [rcx + 16]
+    vpbroadcastq xmm8, qword [r8]
+    vpxor        xmm9, xmm0, [rsi]
+    vpand        xmm9, xmm9, xmm8
+    vpxor        xmm10, xmm9, [rsi]
+    vpxor        xmm0, xmm9, xmm0
+    vpxor        xmm9, xmm1, [rsi + 16]
+    vpand        xmm9, xmm9, xmm8
+    vpxor        xmm11, xmm9, [rsi + 16]
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm9, xmm2, [rsi + 32]
+    vpand        xmm9, xmm9, xmm8
+    vpxor        xmm12, xmm9, [rsi + 32]
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm9, xmm3, [rsi + 48]
+    vpand        xmm8, xmm9, xmm8
+    vpxor        xmm9, xmm8, [rsi + 48]
+    vpxor        xmm3, xmm8, xmm3
+    vpclmulqdq   xmm8, xmm10, xmm2, 0
+    vpclmulqdq   xmm13, xmm10, xmm2, 1
+    vpclmulqdq   xmm14, xmm10, xmm2, 16
+    vpclmulqdq   xmm15, xmm10, xmm2, 17
     vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm1, xmm7, 0
-    vmovdqa      [rsp], xmm9                         ; spill
-    vpclmulqdq   xmm9, xmm1, xmm7, 1
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm1, xmm7, 16
-    vmovdqa      [rsp + 64], xmm11                   ; spill
-    vpclmulqdq   xmm11, xmm1, xmm7, 17
-    vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm9, xmm0, xmm1
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm9, xmm6, 0
-    vmovdqa      [rsp + 96], xmm10                   ; spill
-    vpclmulqdq   xmm10, xmm9, xmm6, 1
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, xmm6, 16
-    vpclmulqdq   xmm6, xmm9, xmm6, 17
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm9, xmm15, xmm14
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm6, xmm9, xmm6
-    vpslldq      xmm9, xmm13, 8
-    vpxor        xmm9, xmm12, xmm9
-    vpalignr     xmm10, xmm0, xmm13, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm0, xmm8, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm8, xmm6, 23
-    vpsrlq       xmm10, xmm6, 41
-    vpsllq       xmm11, xmm6, 33
-    vpsrlq       xmm6, xmm6, 31
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm0, xmm0, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpsllq       xmm6, xmm0, 23
-    vpsrlq       xmm11, xmm0, 41
-    vpsllq       xmm12, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm9, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm10, xmm9, 8
-    vpxor        xmm0, xmm0, xmm7
-    vpclmulqdq   xmm7, xmm4, xmm2, 0
-    vpclmulqdq   xmm8, xmm4, xmm2, 1
-    vpclmulqdq   xmm9, xmm4, xmm2, 16
-    vpclmulqdq   xmm10, xmm4, xmm2, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm5, xmm3, 0
-    vpclmulqdq   xmm11, xmm5, xmm3, 1
-    vpclmulqdq   xmm12, xmm5, xmm3, 16
-    vpclmulqdq   xmm13, xmm5, xmm3, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm2, xmm3
-    vpclmulqdq   xmm12, xmm4, xmm5, 0
-    vpclmulqdq   xmm14, xmm4, xmm5, 1
-    vpclmulqdq   xmm15, xmm4, xmm5, 16
-    vpclmulqdq   xmm4, xmm4, xmm5, 17
-    vpxor        xmm5, xmm14, xmm15
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm10, xmm12, xmm7
-    vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm4, xmm9, xmm4
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm7, xmm9, xmm7
-    vpalignr     xmm8, xmm5, xmm8, 8
-    vpxor        xmm8, xmm10, xmm8
-    vpalignr     xmm5, xmm11, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm11, 8
+    vpclmulqdq   xmm14, xmm11, xmm3, 0
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpclmulqdq   xmm5, xmm11, xmm3, 1
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm11, xmm3, 16
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm11, xmm3, 17
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm5, xmm2, 0
+    vmovdqa      [rsp + 96], xmm6                    ; spill
+    vpclmulqdq   xmm6, xmm5, xmm2, 1
+    vmovdqa      [rsp + 128], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm5, xmm2, 16
+    vpclmulqdq   xmm2, xmm5, xmm2, 17
+    vpxor        xmm5, xmm10, xmm6
+    vpxor        xmm6, xmm15, xmm14
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm5, xmm13, xmm5
-    vpsllq       xmm9, xmm5, 23
-    vpsrlq       xmm10, xmm5, 41
-    vpsllq       xmm11, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm5, xmm5, xmm4
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm6, xmm13, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpalignr     xmm8, xmm5, xmm13, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm6, xmm4
+    vpxor        xmm6, xmm8, xmm10
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm6, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm0, xmm12, 0
+    vpclmulqdq   xmm5, xmm0, xmm12, 1
+    vpclmulqdq   xmm6, xmm0, xmm12, 16
+    vpclmulqdq   xmm7, xmm0, xmm12, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm9, 0
+    vpclmulqdq   xmm8, xmm1, xmm9, 1
+    vpclmulqdq   xmm10, xmm1, xmm9, 16
+    vpclmulqdq   xmm13, xmm1, xmm9, 17
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm12, xmm9
+    vpclmulqdq   xmm10, xmm0, xmm1, 0
+    vpclmulqdq   xmm14, xmm0, xmm1, 1
+    vpclmulqdq   xmm15, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm14, xmm15
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm10, xmm4
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpslldq      xmm6, xmm5, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm5, xmm7, xmm5
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm6, xmm1, 23
+    vpsrlq       xmm7, xmm1, 41
+    vpsllq       xmm8, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm7, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm8, xmm0, 41
+    vpsllq       xmm10, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm8, xmm10
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm5, xmm0
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm4, xmm11, xmm11, 17
+    vpclmulqdq   xmm5, xmm11, xmm11, 0
+    vmovdqa      xmm6, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm7, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm5, xmm10, 8
     vpxor        xmm4, xmm4, xmm5
     vpsllq       xmm5, xmm4, 23
     vpsrlq       xmm11, xmm4, 41
-    vpsllq       xmm12, xmm4, 33
+    vpsllq       xmm13, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm7, xmm11, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm4, xmm8, xmm4
-    vpslldq      xmm8, xmm7, 8
-    vpxor        xmm5, xmm8, xmm5
-    vpalignr     xmm7, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vmovdqa      xmm8, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm9, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpsllq       xmm10, xmm7, 23
-    vpsrlq       xmm11, xmm7, 41
-    vpsllq       xmm12, xmm7, 33
-    vpsrlq       xmm7, xmm7, 31
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm1, xmm1, xmm7
-    vpsrldq      xmm7, xmm11, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpsllq       xmm7, xmm1, 23
-    vpsrlq       xmm12, xmm1, 41
-    vpsllq       xmm13, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm6, xmm11, xmm13
     vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm8, xmm12, xmm13
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm1, xmm9, xmm1
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm7, xmm9, xmm7
-    vpalignr     xmm8, xmm11, xmm8, 8
-    vpxor        xmm1, xmm8, xmm1
-    vpclmulqdq   xmm8, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm9, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm10, xmm8, 23
-    vpsrlq       xmm11, xmm8, 41
-    vpsllq       xmm12, xmm8, 33
-    vpsrlq       xmm8, xmm8, 31
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm6, xmm10, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm9, xmm9, 17
+    vpclmulqdq   xmm7, xmm9, xmm9, 0
+    vpclmulqdq   xmm8, xmm12, xmm12, 17
+    vpclmulqdq   xmm9, xmm12, xmm12, 0
+    vpsllq       xmm10, xmm6, 23
+    vpsrlq       xmm11, xmm6, 41
+    vpsllq       xmm12, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
     vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm3, xmm8, xmm3
-    vpsrldq      xmm8, xmm11, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsllq       xmm8, xmm3, 23
-    vpsrlq       xmm12, xmm3, 41
-    vpsllq       xmm13, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm8, xmm12, xmm13
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm3, xmm9, xmm3
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm2, xmm9, xmm2
-    vpalignr     xmm8, xmm11, xmm8, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm8, xmm6, xmm5
-    vpxor        xmm9, xmm0, xmm4
+    vpxor        xmm6, xmm7, xmm6
+    vpsrldq      xmm7, xmm11, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm12, xmm6, 41
+    vpsllq       xmm13, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm9, xmm12, xmm13
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm6, xmm8, xmm6
+    vpslldq      xmm8, xmm9, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm8, xmm11, xmm9, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm8, xmm3, xmm1
+    vpxor        xmm9, xmm2, xmm0
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
     vpclmulqdq   xmm11, xmm8, xmm8, 17
@@ -3373,148 +3365,148 @@ kg_gf2m233_ladder_step_avx2:
     vpxor        xmm8, xmm8, xmm11
     vpalignr     xmm10, xmm13, xmm10, 8
     vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm7, xmm2, 0
-    vpclmulqdq   xmm11, xmm7, xmm2, 1
-    vpclmulqdq   xmm12, xmm7, xmm2, 16
-    vpclmulqdq   xmm13, xmm7, xmm2, 17
+    vpclmulqdq   xmm10, xmm5, xmm7, 0
+    vpclmulqdq   xmm11, xmm5, xmm7, 1
+    vpclmulqdq   xmm12, xmm5, xmm7, 16
+    vpclmulqdq   xmm13, xmm5, xmm7, 17
     vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm1, xmm3, 0
-    vpclmulqdq   xmm14, xmm1, xmm3, 1
-    vpclmulqdq   xmm15, xmm1, xmm3, 16
+    vpclmulqdq   xmm12, xmm4, xmm6, 0
+    vpclmulqdq   xmm14, xmm4, xmm6, 1
+    vpclmulqdq   xmm15, xmm4, xmm6, 16
     vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm3, 17
+    vpclmulqdq   xmm0, xmm4, xmm6, 17
     vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm15, xmm7, xmm1
-    vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpxor        xmm4, xmm2, xmm3
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm15, xmm4, 0
-    vmovdqa      [rsp + 224], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm15, xmm4, 1
+    vpxor        xmm15, xmm5, xmm4
+    vmovdqa      [rsp + 160], xmm2                   ; spill
+    vpxor        xmm2, xmm7, xmm6
+    vmovdqa      [rsp + 192], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm15, xmm2, 0
+    vmovdqa      [rsp + 224], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm15, xmm2, 1
     vmovdqa      [rsp + 256], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm15, xmm4, 16
-    vpclmulqdq   xmm4, xmm15, xmm4, 17
-    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm15, xmm2, 16
+    vpclmulqdq   xmm2, xmm15, xmm2, 17
+    vpxor        xmm3, xmm9, xmm3
     vpxor        xmm9, xmm13, xmm12
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm2, xmm9, xmm2
     vpslldq      xmm9, xmm11, 8
     vpxor        xmm9, xmm10, xmm9
-    vpalignr     xmm10, xmm6, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm6, xmm14, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm14, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpsllq       xmm6, xmm0, 23
+    vpalignr     xmm10, xmm3, xmm11, 8
+    vpxor        xmm1, xmm10, xmm1
+    vpalignr     xmm3, xmm14, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm14, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
     vpsrlq       xmm10, xmm0, 41
     vpsllq       xmm11, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm10, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm0, 23
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm10, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
     vpsrlq       xmm11, xmm0, 41
     vpsllq       xmm12, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm2, xmm9, xmm2
     vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm5, xmm0
-    vpslldq      xmm5, xmm9, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm10, xmm9, 8
-    vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm6, xmm5, xmm2, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm5, xmm2, 16
-    vpclmulqdq   xmm11, xmm5, xmm2, 17
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm10, xmm9, 8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqa      xmm2, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm3, xmm2, xmm7, 0
+    vpclmulqdq   xmm9, xmm2, xmm7, 1
+    vpclmulqdq   xmm10, xmm2, xmm7, 16
+    vpclmulqdq   xmm11, xmm2, xmm7, 17
     vpxor        xmm9, xmm9, xmm10
     vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm12, xmm10, xmm3, 0
-    vpclmulqdq   xmm13, xmm10, xmm3, 1
-    vpclmulqdq   xmm14, xmm10, xmm3, 16
-    vpclmulqdq   xmm15, xmm10, xmm3, 17
+    vpclmulqdq   xmm12, xmm10, xmm6, 0
+    vpclmulqdq   xmm13, xmm10, xmm6, 1
+    vpclmulqdq   xmm14, xmm10, xmm6, 16
+    vpclmulqdq   xmm15, xmm10, xmm6, 17
     vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm5, xmm2, 0
-    vpclmulqdq   xmm10, xmm5, xmm2, 1
-    vpclmulqdq   xmm14, xmm5, xmm2, 16
-    vpclmulqdq   xmm2, xmm5, xmm2, 17
-    vpxor        xmm5, xmm10, xmm14
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm6, xmm7, xmm6
+    vpclmulqdq   xmm7, xmm2, xmm6, 0
+    vpclmulqdq   xmm10, xmm2, xmm6, 1
+    vpclmulqdq   xmm14, xmm2, xmm6, 16
+    vpclmulqdq   xmm2, xmm2, xmm6, 17
+    vpxor        xmm6, xmm10, xmm14
     vpxor        xmm10, xmm11, xmm12
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm7, xmm3, xmm7
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm6, xmm13, xmm6
     vpxor        xmm2, xmm15, xmm2
     vpxor        xmm2, xmm10, xmm2
     vpslldq      xmm10, xmm9, 8
-    vpxor        xmm6, xmm10, xmm6
-    vpalignr     xmm9, xmm5, xmm9, 8
-    vpxor        xmm3, xmm9, xmm3
-    vpalignr     xmm5, xmm13, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm13, 8
-    vpxor        xmm5, xmm15, xmm5
-    vpsllq       xmm9, xmm5, 23
-    vpsrlq       xmm10, xmm5, 41
-    vpsllq       xmm11, xmm5, 33
-    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm9, xmm6, xmm9, 8
+    vpxor        xmm7, xmm9, xmm7
+    vpalignr     xmm6, xmm13, xmm6, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm13, 8
+    vpxor        xmm6, xmm15, xmm6
+    vpsllq       xmm9, xmm6, 23
+    vpsrlq       xmm10, xmm6, 41
+    vpsllq       xmm11, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm10, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm2, 23
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
     vpsrlq       xmm11, xmm2, 41
     vpsllq       xmm12, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm6, xmm11, xmm12
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm6, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm6, xmm10, xmm6, 8
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm5, xmm10, xmm6, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm5, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm9, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm9, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm7, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm9, xmm1, 41
-    vpsllq       xmm10, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm9, xmm10
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm9, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm9, xmm10
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm3, xmm7, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vmovdqa      xmm3, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm3, xmm8, 0
-    vpclmulqdq   xmm6, xmm3, xmm8, 1
-    vpclmulqdq   xmm7, xmm3, xmm8, 16
-    vpclmulqdq   xmm9, xmm3, xmm8, 17
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpclmulqdq   xmm5, xmm4, xmm8, 0
+    vpclmulqdq   xmm6, xmm4, xmm8, 1
+    vpclmulqdq   xmm7, xmm4, xmm8, 16
+    vpclmulqdq   xmm9, xmm4, xmm8, 17
     vpxor        xmm6, xmm6, xmm7
     vmovdqa      xmm7, [rsp]                         ; reload
     vpclmulqdq   xmm10, xmm7, [rsp + 256], 0
@@ -3522,20 +3514,20 @@ kg_gf2m233_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm7, [rsp + 256], 16
     vpclmulqdq   xmm13, xmm7, [rsp + 256], 17
     vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm7, xmm8, [rsp + 256]
-    vpclmulqdq   xmm12, xmm3, xmm7, 0
-    vpclmulqdq   xmm14, xmm3, xmm7, 1
-    vpclmulqdq   xmm15, xmm3, xmm7, 16
-    vpclmulqdq   xmm3, xmm3, xmm7, 17
+    vpclmulqdq   xmm12, xmm4, xmm7, 0
+    vpclmulqdq   xmm14, xmm4, xmm7, 1
+    vpclmulqdq   xmm15, xmm4, xmm7, 16
+    vpclmulqdq   xmm4, xmm4, xmm7, 17
     vpxor        xmm7, xmm14, xmm15
     vpxor        xmm9, xmm9, xmm10
     vpxor        xmm10, xmm12, xmm5
     vpxor        xmm10, xmm10, xmm9
     vpxor        xmm7, xmm6, xmm7
     vpxor        xmm7, xmm11, xmm7
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 224]                   ; reload
     vpclmulqdq   xmm12, xmm9, [rsp + 192], 0
     vpclmulqdq   xmm14, xmm9, [rsp + 192], 1
@@ -3543,68 +3535,68 @@ kg_gf2m233_ladder_step_avx2:
     vmovdqa      [rsp], xmm8                         ; spill
     vpclmulqdq   xmm8, xmm9, [rsp + 192], 17
     vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 128]                  ; reload
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm15, [rsp + 160], 0
+    vmovdqa      xmm15, [rsp + 160]                  ; reload
+    vmovdqa      [rsp + 32], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 128], 0
     vmovdqa      [rsp + 64], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 160], 1
-    vmovdqa      [rsp + 96], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm15, [rsp + 160], 16
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, [rsp + 160], 17
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm9, xmm15
+    vpclmulqdq   xmm0, xmm15, [rsp + 128], 1
+    vmovdqa      [rsp + 96], xmm3                    ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 128], 16
+    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, [rsp + 128], 17
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm9, xmm15
     vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm9, xmm9, [rsp + 160]
-    vpclmulqdq   xmm15, xmm2, xmm9, 0
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm9, 1
+    vpxor        xmm9, xmm9, [rsp + 128]
+    vpclmulqdq   xmm15, xmm3, xmm9, 0
+    vmovdqa      [rsp + 128], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm3, xmm9, 1
     vmovdqa      [rsp + 192], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm2, xmm9, 16
-    vpclmulqdq   xmm2, xmm2, xmm9, 17
+    vpclmulqdq   xmm11, xmm3, xmm9, 16
+    vpclmulqdq   xmm3, xmm3, xmm9, 17
     vpxor        xmm9, xmm13, xmm11
-    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm1, xmm8, xmm1
     vpxor        xmm8, xmm12, xmm15
-    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm8, xmm8, xmm1
     vpxor        xmm9, xmm14, xmm9
     vpxor        xmm9, xmm9, xmm0
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm12, xmm5
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm12, xmm5
     vpxor        xmm5, xmm14, xmm6
     vpxor        xmm6, xmm10, xmm8
     vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm2, xmm3, xmm2
-    vmovdqa      xmm3, [rsp + 192]                   ; reload
-    vpxor        xmm0, xmm3, xmm0
-    vmovdqa      xmm3, [rsp + 160]                   ; reload
-    vpxor        xmm1, xmm3, xmm1
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm4, xmm1
+    vmovdqa      xmm4, [rsp + 192]                   ; reload
+    vpxor        xmm0, xmm4, xmm0
+    vmovdqa      xmm4, [rsp + 128]                   ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
     vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm4, xmm6, xmm4
     vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 23
+    vpxor        xmm0, xmm2, xmm0
+    vpsllq       xmm2, xmm0, 23
     vpsrlq       xmm5, xmm0, 41
     vpsllq       xmm6, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 23
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
     vpsrlq       xmm6, xmm0, 41
     vpsllq       xmm7, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
-    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm1, xmm3, xmm1
     vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm0, xmm2, xmm0
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
     vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 288]                   ; reload

@@ -1748,27 +1748,26 @@ kg_gf2m283_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_freeze_avx2.end - kg_gf2m283_freeze_avx2)
 align 32
 kg_gf2m283_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovq        xmm2, qword [rsi + 32]
-    vpsrlq       xmm3, xmm2, 27
-    vpsllq       xmm4, xmm3, 12
-    vpsllq       xmm5, xmm3, 7
-    vpsllq       xmm6, xmm3, 5
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
-    vmovq        qword [rdi + 32], xmm2
+    vmovdqu      xmm0, [rsi + 16]
+    vmovq        xmm1, qword [rsi + 32]
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm5, xmm2, 5
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, [rsi]
+    vmovdqu      [rdi], xmm2
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -1793,42 +1792,39 @@ global kg_gf2m283_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_avx
 align 32
 kg_gf2m283_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovq        xmm4, qword [rsi + 64]
+    vmovdqu      xmm0, [rsi + 48]
+    vmovq        xmm1, qword [rsi + 64]
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm5, xmm4, [rax - 128], 0
-    vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm4, xmm2, xmm4
+    vpclmulqdq   xmm2, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpclmulqdq   xmm3, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpxor        xmm1, xmm1, [rsi + 32]
+    vpsrldq      xmm4, xmm2, 8
+    vpxor        xmm4, xmm1, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, [rax - 128], 0
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm3
-    vpslldq      xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm2, 27
-    vpsllq       xmm4, xmm3, 12
-    vpsllq       xmm5, xmm3, 7
-    vpsllq       xmm6, xmm3, 5
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, [rsi]
+    vpxor        xmm0, xmm0, [rsi + 16]
+    vpslldq      xmm5, xmm3, 8
     vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
-    vmovq        qword [rdi + 32], xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm5, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm4, xmm2
+    vmovdqu      [rdi], xmm2
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -3391,158 +3387,154 @@ kg_gf2m283_ladder_step_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 832
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovq        xmm2, qword [rsi + 32]
-    vmovdqu      xmm3, [rsi + 40]
-    vmovdqu      xmm4, [rsi + 56]
-    vmovq        xmm5, qword [rsi + 72]
-    vmovdqu      xmm6, [rsi + 80]
-    vmovdqu      xmm7, [rsi + 96]
-    vmovq        xmm8, qword [rsi + 112]
-    vmovdqu      xmm9, [rsi + 120]
-    vmovdqu      xmm10, [rsi + 136]
-    vmovq        xmm11, qword [rsi + 152]
-    vmovdqu      xmm12, [rdx]
-    vmovdqu      xmm13, [rdx + 16]
-    vmovq        xmm14, qword [rdx + 32]
-    vmovdqu      xmm15, [rcx]
-    vmovdqa      [rsp], xmm14                        ; spill
-    vmovdqu      xmm14, [rcx + 16]
-    vmovdqa      [rsp + 32], xmm13                   ; spill
+    vmovq        xmm0, qword [rsi + 32]
+    vmovq        xmm1, qword [rsi + 72]
+    vmovdqu      xmm2, [rsi + 80]
+    vmovdqu      xmm3, [rsi + 96]
+    vmovq        xmm4, qword [rsi + 112]
+    vmovdqu      xmm5, [rsi + 120]
+    vmovdqu      xmm6, [rsi + 136]
+    vmovq        xmm7, qword [rsi + 152]
+    vmovdqu      xmm8, [rdx]
+    vmovdqu      xmm9, [rdx + 16]
+    vmovq        xmm10, qword [rdx + 32]
+    vmovdqu      xmm11, [rcx]
+    vmovdqu      xmm12, [rcx + 16]
     vmovq        xmm13, qword [rcx + 32]
-    vmovdqa      [rsp + 64], xmm12                   ; spill
-    vpbroadcastq xmm12, qword [r8]
+    vpbroadcastq xmm14, qword [r8]
+    vpxor        xmm15, xmm2, [rsi]
+    vpand        xmm15, xmm15, xmm14
+    vmovdqa      [rsp], xmm10                        ; spill
+    vpxor        xmm10, xmm15, [rsi]
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm15, xmm3, [rsi + 16]
+    vpand        xmm15, xmm15, xmm14
+    vmovdqa      [rsp + 32], xmm9                    ; spill
+    vpxor        xmm9, xmm15, [rsi + 16]
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm15, xmm0, xmm4
+    vpand        xmm15, xmm15, xmm14
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm4, xmm15, xmm4
+    vpxor        xmm15, xmm5, [rsi + 40]
+    vpand        xmm15, xmm15, xmm14
+    vmovdqa      [rsp + 64], xmm8                    ; spill
+    vpxor        xmm8, xmm15, [rsi + 40]
+    vpxor        xmm5, xmm15, xmm5
+    vpxor        xmm15, xmm6, [rsi + 56]
+    vpand        xmm15, xmm15, xmm14
     vmovdqa      [rsp + 96], xmm13                   ; spill
-    vpxor        xmm13, xmm0, xmm6
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm13, xmm1, xmm7
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm7, xmm13, xmm7
-    vpxor        xmm13, xmm8, xmm2
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm13, xmm9, xmm3
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm13, xmm10, xmm4
-    vpand        xmm13, xmm13, xmm12
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm10, xmm10, xmm13
-    vpxor        xmm13, xmm11, xmm5
-    vpand        xmm12, xmm13, xmm12
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm9, 0
-    vpclmulqdq   xmm13, xmm0, xmm9, 17
-    vmovdqa      [rsp + 128], xmm14                  ; spill
-    vpshufd      xmm14, xmm0, 78
-    vpxor        xmm14, xmm14, xmm0
-    vmovdqa      [rsp + 160], xmm15                  ; spill
-    vpshufd      xmm15, xmm9, 78
-    vpxor        xmm15, xmm9, xmm15
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm14, xmm15, 0
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm0, xmm10, 0
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm10, 17
-    vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpshufd      xmm4, xmm10, 78
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm14, xmm14, xmm4, 0
-    vmovdqa      [rsp + 320], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, xmm11, 0
-    vmovdqa      [rsp + 352], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm0, xmm11, 1
-    vmovdqa      [rsp + 384], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm9, 0
-    vmovdqa      [rsp + 416], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm9, 17
-    vmovdqa      [rsp + 448], xmm3                   ; spill
-    vpshufd      xmm3, xmm1, 78
-    vpxor        xmm3, xmm1, xmm3
-    vpclmulqdq   xmm15, xmm3, xmm15, 0
-    vmovdqa      [rsp + 480], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm1, xmm10, 0
-    vmovdqa      [rsp + 512], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm1, xmm10, 17
-    vpclmulqdq   xmm3, xmm3, xmm4, 0
-    vpclmulqdq   xmm4, xmm1, xmm11, 0
-    vmovdqa      [rsp + 544], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm11, 1
-    vmovdqa      [rsp + 576], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm2, xmm9, 0
-    vpclmulqdq   xmm9, xmm2, xmm9, 16
-    vmovdqa      [rsp + 608], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm2, xmm10, 0
-    vpclmulqdq   xmm10, xmm2, xmm10, 16
+    vpxor        xmm13, xmm15, [rsi + 56]
+    vpxor        xmm6, xmm15, xmm6
+    vpxor        xmm15, xmm1, xmm7
+    vpand        xmm14, xmm15, xmm14
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm7, xmm14, xmm7
+    vpclmulqdq   xmm14, xmm10, xmm5, 0
+    vpclmulqdq   xmm15, xmm10, xmm5, 17
+    vmovdqa      [rsp + 128], xmm12                  ; spill
+    vpshufd      xmm12, xmm10, 78
+    vpxor        xmm12, xmm10, xmm12
+    vmovdqa      [rsp + 160], xmm11                  ; spill
+    vpshufd      xmm11, xmm5, 78
+    vpxor        xmm11, xmm11, xmm5
+    vmovdqa      [rsp + 192], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm11, 0
+    vmovdqa      [rsp + 224], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm10, xmm6, 0
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm10, xmm6, 17
+    vmovdqa      [rsp + 288], xmm13                  ; spill
+    vpshufd      xmm13, xmm6, 78
+    vpxor        xmm13, xmm13, xmm6
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vmovdqa      [rsp + 320], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm10, xmm7, 0
+    vmovdqa      [rsp + 352], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm10, xmm7, 1
+    vmovdqa      [rsp + 384], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm9, xmm5, 0
+    vmovdqa      [rsp + 416], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm9, xmm5, 17
+    vmovdqa      [rsp + 448], xmm2                   ; spill
+    vpshufd      xmm2, xmm9, 78
+    vpxor        xmm2, xmm9, xmm2
     vpclmulqdq   xmm11, xmm2, xmm11, 0
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm6, xmm14, xmm15
-    vpxor        xmm7, xmm8, xmm12
-    vpxor        xmm7, xmm7, [rsp + 480]
-    vmovdqa      xmm8, [rsp + 480]                   ; reload
-    vpxor        xmm8, xmm8, xmm0
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm6, [rsp + 448]                   ; reload
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm5, xmm5, [rsp + 512]
-    vpxor        xmm1, xmm1, xmm5
-    vmovdqa      xmm5, [rsp + 416]                   ; reload
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm3, xmm3, [rsp + 512]
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm13, xmm3
+    vmovdqa      [rsp + 480], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm9, xmm6, 0
+    vmovdqa      [rsp + 512], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm9, xmm6, 17
+    vpclmulqdq   xmm2, xmm2, xmm13, 0
+    vpclmulqdq   xmm13, xmm9, xmm7, 0
+    vmovdqa      [rsp + 544], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm9, xmm7, 1
+    vmovdqa      [rsp + 576], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm0, xmm5, 0
+    vpclmulqdq   xmm5, xmm0, xmm5, 16
+    vmovdqa      [rsp + 608], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm0, xmm6, 0
+    vpclmulqdq   xmm6, xmm0, xmm6, 16
+    vpclmulqdq   xmm7, xmm0, xmm7, 0
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm8, xmm12, xmm11
+    vpxor        xmm4, xmm14, xmm4
+    vpxor        xmm4, xmm4, [rsp + 480]
+    vmovdqa      xmm10, [rsp + 480]                  ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vmovdqa      xmm8, [rsp + 448]                   ; reload
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm1, xmm1, [rsp + 512]
+    vpxor        xmm1, xmm8, xmm1
+    vmovdqa      xmm8, [rsp + 416]                   ; reload
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm2, xmm2, [rsp + 512]
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm15, xmm2
     vmovdqa      xmm5, [rsp + 544]                   ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm13, xmm4
-    vmovdqa      xmm5, [rsp + 608]                   ; reload
-    vpxor        xmm5, xmm10, xmm5
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm7, xmm0, xmm7, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm0, xmm3, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpalignr     xmm1, xmm5, xmm3, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm5, xmm15, xmm5
+    vmovdqa      xmm8, [rsp + 608]                   ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vpslldq      xmm8, xmm4, 8
+    vpxor        xmm8, xmm14, xmm8
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm4, xmm10, xmm4
+    vpalignr     xmm3, xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm7, xmm3
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm4, xmm3, [rax - 128], 0
+    vpclmulqdq   xmm5, xmm3, [rax - 128], 0
     vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpclmulqdq   xmm5, xmm1, [rax - 128], 0
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm0, xmm3
+    vpclmulqdq   xmm6, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpclmulqdq   xmm3, xmm3, [rax - 128], 0
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm7, xmm1
-    vpslldq      xmm6, xmm5, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm5, xmm4, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm6, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpalignr     xmm4, xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rax - 128]
-    vmovdqa      xmm4, [rsp + 352]                   ; reload
-    vpclmulqdq   xmm5, xmm4, [rsp + 320], 0
-    vpclmulqdq   xmm6, xmm4, [rsp + 320], 17
+    vpand        xmm1, xmm1, [rax - 128]
+    vmovdqa      xmm4, [rsp + 320]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 352], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 352], 17
     vpshufd      xmm7, xmm4, 78
     vpxor        xmm7, xmm4, xmm7
-    vpshufd      xmm8, [rsp + 320], 78
-    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpshufd      xmm8, [rsp + 352], 78
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpxor        xmm8, xmm9, xmm8
     vpclmulqdq   xmm10, xmm7, xmm8, 0
     vpclmulqdq   xmm11, xmm4, [rsp + 288], 0
@@ -3553,49 +3545,49 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm7, xmm7, xmm13, 0
     vpclmulqdq   xmm15, xmm4, [rsp + 256], 0
     vpclmulqdq   xmm4, xmm4, [rsp + 256], 1
-    vmovdqa      [rsp + 352], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 224]                   ; reload
-    vmovdqa      [rsp + 608], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm0, xmm9, 0
+    vmovdqa      [rsp + 320], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 224]                   ; reload
+    vmovdqa      [rsp + 608], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm1, xmm9, 0
     vmovdqa      [rsp + 544], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, xmm9, 17
-    vmovdqa      [rsp + 512], xmm2                   ; spill
-    vpshufd      xmm2, xmm0, 78
-    vpxor        xmm2, xmm0, xmm2
-    vpclmulqdq   xmm8, xmm2, xmm8, 0
+    vpclmulqdq   xmm3, xmm1, xmm9, 17
+    vmovdqa      [rsp + 512], xmm0                   ; spill
+    vpshufd      xmm0, xmm1, 78
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm8, xmm0, xmm8, 0
     vmovdqa      [rsp + 416], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, xmm14, 0
+    vpclmulqdq   xmm4, xmm1, xmm14, 0
     vmovdqa      [rsp + 448], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, xmm14, 17
-    vpclmulqdq   xmm2, xmm2, xmm13, 0
-    vpclmulqdq   xmm13, xmm0, [rsp + 256], 0
-    vpclmulqdq   xmm0, xmm0, [rsp + 256], 1
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm4, xmm1, xmm14, 17
+    vpclmulqdq   xmm0, xmm0, xmm13, 0
+    vpclmulqdq   xmm13, xmm1, [rsp + 256], 0
+    vpclmulqdq   xmm1, xmm1, [rsp + 256], 1
+    vmovdqa      [rsp + 224], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 192]                   ; reload
     vmovdqa      [rsp + 480], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm0, xmm9, 0
+    vpclmulqdq   xmm13, xmm1, xmm9, 0
     vmovdqa      [rsp + 640], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, xmm9, 16
-    vpclmulqdq   xmm9, xmm0, xmm14, 0
+    vpclmulqdq   xmm4, xmm1, xmm9, 16
+    vpclmulqdq   xmm9, xmm1, xmm14, 0
     vmovdqa      [rsp + 672], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm14, 16
-    vpclmulqdq   xmm0, xmm0, [rsp + 256], 0
-    vpxor        xmm1, xmm11, xmm1
+    vpclmulqdq   xmm9, xmm1, xmm14, 16
+    vpclmulqdq   xmm1, xmm1, [rsp + 256], 0
+    vpxor        xmm2, xmm11, xmm2
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm7, xmm8, xmm7
     vpxor        xmm8, xmm10, xmm5
     vpxor        xmm8, xmm8, xmm6
-    vpxor        xmm6, xmm6, xmm1
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm3
     vpxor        xmm7, xmm15, xmm13
     vpxor        xmm3, xmm3, [rsp + 448]
     vpxor        xmm3, xmm7, xmm3
     vmovdqa      xmm7, [rsp + 416]                   ; reload
     vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm2, xmm2, [rsp + 448]
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm2, xmm2, [rsp + 640]
+    vpxor        xmm0, xmm0, [rsp + 448]
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm0, xmm0, [rsp + 640]
     vmovdqa      xmm4, [rsp + 480]                   ; reload
     vpxor        xmm4, xmm4, [rsp + 672]
     vpxor        xmm4, xmm4, [rsp + 640]
@@ -3603,34 +3595,34 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm7, xmm9, xmm7
     vpslldq      xmm9, xmm8, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm8, xmm1, xmm8, 8
+    vpalignr     xmm8, xmm2, xmm8, 8
     vpxor        xmm6, xmm8, xmm6
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm7, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm0, xmm7, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
     vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm1, xmm1, xmm3
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm3, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpclmulqdq   xmm4, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm4, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm0, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 0
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm0, xmm6, xmm0
     vpslldq      xmm5, xmm4, 8
-    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm1, xmm1, xmm3
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rax - 128]
+    vpand        xmm1, xmm1, [rax - 128]
     vmovdqa      xmm3, [rsp + 512]                   ; reload
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vmovdqa      xmm4, [rsp + 576]                   ; reload
@@ -3663,7 +3655,7 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm6, xmm6, xmm6, 0
     vpclmulqdq   xmm7, xmm14, xmm14, 17
     vpclmulqdq   xmm8, xmm14, xmm14, 0
-    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
@@ -3687,11 +3679,11 @@ kg_gf2m283_ladder_step_avx2:
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm6, xmm6, [rax - 128]
     vmovdqa      xmm9, [rsp + 544]                   ; reload
-    vpxor        xmm10, xmm9, xmm1
+    vpxor        xmm10, xmm9, xmm2
     vmovdqa      xmm11, [rsp + 608]                  ; reload
-    vpxor        xmm12, xmm11, xmm2
-    vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm14, xmm13, xmm0
+    vpxor        xmm12, xmm11, xmm0
+    vmovdqa      xmm13, [rsp + 320]                  ; reload
+    vpxor        xmm14, xmm13, xmm1
     vpclmulqdq   xmm14, xmm14, xmm14, 0
     vpclmulqdq   xmm15, xmm12, xmm12, 17
     vpclmulqdq   xmm12, xmm12, xmm12, 0
@@ -3700,8 +3692,8 @@ kg_gf2m283_ladder_step_avx2:
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm11, xmm14, [rax - 128], 0
     vpclmulqdq   xmm14, xmm14, [rax - 128], 1
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, [rax - 128], 0
+    vmovdqa      [rsp + 352], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm15, [rax - 128], 0
     vpclmulqdq   xmm15, xmm15, [rax - 128], 1
     vpxor        xmm12, xmm12, xmm14
     vpsrldq      xmm14, xmm11, 8
@@ -3710,10 +3702,10 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm14, xmm14, [rax - 128], 0
     vpxor        xmm10, xmm10, xmm14
     vpxor        xmm13, xmm13, xmm15
-    vpslldq      xmm14, xmm0, 8
+    vpslldq      xmm14, xmm1, 8
     vpxor        xmm10, xmm10, xmm14
-    vpalignr     xmm0, xmm11, xmm0, 8
-    vpxor        xmm0, xmm13, xmm0
+    vpalignr     xmm1, xmm11, xmm1, 8
+    vpxor        xmm1, xmm13, xmm1
     vpsrldq      xmm11, xmm11, 8
     vpxor        xmm11, xmm12, xmm11
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
@@ -3724,32 +3716,32 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm14, xmm14, xmm4
     vpshufd      xmm15, xmm8, 78
     vpxor        xmm15, xmm8, xmm15
-    vmovdqa      [rsp + 288], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm14, xmm15, 0
-    vmovdqa      [rsp + 256], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm4, xmm7, 0
+    vmovdqa      [rsp + 288], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm14, xmm15, 0
+    vmovdqa      [rsp + 256], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm4, xmm7, 0
     vpclmulqdq   xmm9, xmm4, xmm7, 17
     vmovdqa      [rsp + 384], xmm11                  ; spill
     vpshufd      xmm11, xmm7, 78
     vpxor        xmm11, xmm11, xmm7
     vpclmulqdq   xmm14, xmm14, xmm11, 0
-    vmovdqa      [rsp + 576], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm6, 0
+    vmovdqa      [rsp + 576], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm4, xmm6, 0
     vmovdqa      [rsp + 512], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm4, xmm6, 1
     vmovdqa      [rsp + 224], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm5, xmm8, 0
     vmovdqa      [rsp + 640], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm5, xmm8, 17
-    vmovdqa      [rsp + 672], xmm0                   ; spill
-    vpshufd      xmm0, xmm5, 78
-    vpxor        xmm0, xmm5, xmm0
-    vpclmulqdq   xmm15, xmm0, xmm15, 0
+    vmovdqa      [rsp + 672], xmm1                   ; spill
+    vpshufd      xmm1, xmm5, 78
+    vpxor        xmm1, xmm5, xmm1
+    vpclmulqdq   xmm15, xmm1, xmm15, 0
     vmovdqa      [rsp + 480], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm5, xmm7, 0
     vmovdqa      [rsp + 448], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm5, xmm7, 17
-    vpclmulqdq   xmm0, xmm0, xmm11, 0
+    vpclmulqdq   xmm1, xmm1, xmm11, 0
     vpclmulqdq   xmm11, xmm5, xmm6, 0
     vmovdqa      [rsp + 416], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm5, xmm6, 1
@@ -3763,59 +3755,59 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm3, xmm7, 16
     vmovdqa      [rsp + 800], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm3, xmm6, 0
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm4, xmm9, xmm10
     vpxor        xmm9, xmm14, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, [rsp + 480]
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 480]
     vmovdqa      xmm10, [rsp + 480]                  ; reload
-    vpxor        xmm10, xmm10, xmm1
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm10, xmm10, xmm2
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm9, [rsp + 672]                   ; reload
     vpxor        xmm5, xmm9, xmm5
     vpxor        xmm4, xmm4, [rsp + 448]
     vpxor        xmm4, xmm5, xmm4
     vmovdqa      xmm5, [rsp + 640]                   ; reload
     vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm0, xmm0, [rsp + 448]
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm1, xmm1, [rsp + 448]
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm13, xmm1
     vmovdqa      xmm5, [rsp + 416]                   ; reload
     vpxor        xmm5, xmm5, [rsp + 768]
     vpxor        xmm5, xmm13, xmm5
     vmovdqa      xmm9, [rsp + 704]                   ; reload
     vpxor        xmm8, xmm9, xmm8
-    vpslldq      xmm9, xmm2, 8
+    vpslldq      xmm9, xmm0, 8
     vpxor        xmm9, xmm12, xmm9
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm10, xmm0
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm10, xmm2
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm0, xmm8, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm2, xmm4, xmm2
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm4, xmm8, 8
     vpxor        xmm4, xmm7, xmm4
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpclmulqdq   xmm7, xmm0, [rax - 128], 0
-    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpxor        xmm1, xmm1, xmm4
+    vpclmulqdq   xmm7, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm4, xmm1, xmm4
+    vpxor        xmm4, xmm2, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, [rax - 128], 0
     vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm7, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm7, 8
+    vpxor        xmm1, xmm4, xmm1
     vpalignr     xmm4, xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm2, xmm2, xmm4
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm2, xmm2, [rax - 128]
     vmovdqa      xmm4, [rsp + 160]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
     vpclmulqdq   xmm7, xmm4, [rsp + 736], 17
@@ -3834,40 +3826,40 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      [rsp + 704], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm4, xmm6, 0
     vpclmulqdq   xmm4, xmm4, xmm6, 1
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 128]                   ; reload
-    vmovdqa      [rsp + 768], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm2, xmm10, 0
+    vmovdqa      [rsp + 160], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 128]                   ; reload
+    vmovdqa      [rsp + 768], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm1, xmm10, 0
     vmovdqa      [rsp + 416], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm2, xmm10, 17
+    vpclmulqdq   xmm3, xmm1, xmm10, 17
     vmovdqa      [rsp + 448], xmm4                   ; spill
-    vpshufd      xmm4, xmm2, 78
-    vpxor        xmm4, xmm2, xmm4
+    vpshufd      xmm4, xmm1, 78
+    vpxor        xmm4, xmm1, xmm4
     vpclmulqdq   xmm9, xmm4, xmm9, 0
     vmovdqa      [rsp + 640], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm2, xmm15, 0
+    vpclmulqdq   xmm0, xmm1, xmm15, 0
     vmovdqa      [rsp + 672], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm2, xmm15, 17
+    vpclmulqdq   xmm0, xmm1, xmm15, 17
     vpclmulqdq   xmm4, xmm4, xmm14, 0
-    vpclmulqdq   xmm14, xmm2, xmm6, 0
-    vpclmulqdq   xmm2, xmm2, xmm6, 1
-    vmovdqa      [rsp + 128], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm14, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 96]                    ; reload
     vmovdqa      [rsp + 480], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm2, xmm10, 0
-    vpclmulqdq   xmm10, xmm2, xmm10, 16
+    vpclmulqdq   xmm14, xmm1, xmm10, 0
+    vpclmulqdq   xmm10, xmm1, xmm10, 16
     vmovdqa      [rsp + 736], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm2, xmm15, 0
-    vpclmulqdq   xmm15, xmm2, xmm15, 16
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpxor        xmm1, xmm12, xmm1
+    vpclmulqdq   xmm0, xmm1, xmm15, 0
+    vpclmulqdq   xmm15, xmm1, xmm15, 16
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpxor        xmm2, xmm12, xmm2
     vpxor        xmm3, xmm13, xmm3
     vpxor        xmm6, xmm8, xmm9
     vpxor        xmm8, xmm11, xmm5
     vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm1
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm7, xmm7, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm6, [rsp + 640]                   ; reload
     vpxor        xmm6, xmm14, xmm6
     vpxor        xmm3, xmm3, [rsp + 672]
@@ -3884,20 +3876,20 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm6, xmm15, xmm6
     vpslldq      xmm9, xmm8, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm8, xmm1, xmm8, 8
+    vpalignr     xmm8, xmm2, xmm8, 8
     vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
     vpalignr     xmm3, xmm6, xmm4, 8
     vpxor        xmm0, xmm0, xmm3
     vpsrldq      xmm3, xmm6, 8
-    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm1, xmm3
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm4, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm2, xmm3, 8
     vpxor        xmm2, xmm1, xmm2
     vpsrldq      xmm2, xmm2, 8
@@ -4026,8 +4018,8 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm3, xmm0, xmm3
     vpclmulqdq   xmm11, xmm11, xmm3, 0
     vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rsp + 320], 0
-    vpclmulqdq   xmm8, xmm8, [rsp + 320], 1
+    vpclmulqdq   xmm1, xmm8, [rsp + 352], 0
+    vpclmulqdq   xmm8, xmm8, [rsp + 352], 1
     vmovdqa      [rsp + 544], xmm2                   ; spill
     vmovdqa      xmm2, [rsp + 608]                   ; reload
     vmovdqa      [rsp + 224], xmm5                   ; spill
@@ -4043,17 +4035,17 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      [rsp + 96], xmm8                    ; spill
     vpclmulqdq   xmm8, xmm2, xmm0, 17
     vpclmulqdq   xmm3, xmm4, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm2, xmm2, [rsp + 320], 1
+    vpclmulqdq   xmm4, xmm2, [rsp + 352], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 352], 1
     vmovdqa      [rsp + 608], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 352]                   ; reload
+    vmovdqa      xmm2, [rsp + 320]                   ; reload
     vmovdqa      [rsp + 800], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm2, xmm14, 0
     vpclmulqdq   xmm14, xmm2, xmm14, 16
     vmovdqa      [rsp + 256], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm2, xmm0, 0
     vpclmulqdq   xmm0, xmm2, xmm0, 16
-    vpclmulqdq   xmm2, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 352], 0
     vpxor        xmm5, xmm15, xmm5
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm7, xmm11, xmm12

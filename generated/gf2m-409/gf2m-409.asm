@@ -3788,25 +3788,24 @@ kg_gf2m409_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx2.end - kg_gf2m409_freeze_avx2)
 align 32
 kg_gf2m409_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovq        xmm3, qword [rsi + 48]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu      xmm0, [rsi + 16]
+    vmovdqu      xmm1, [rsi + 32]
+    vmovq        xmm2, qword [rsi + 48]
+    vpsrlq       xmm3, xmm2, 25
+    vpsllq       xmm4, xmm3, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, [rsi]
+    vmovdqu      [rdi], xmm3
+    vmovdqu      [rdi + 16], xmm0
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
     ret
 .end:
 
@@ -3819,7 +3818,7 @@ kg_gf2m409_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-12}, flags
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -3832,64 +3831,59 @@ global kg_gf2m409_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx
 align 32
 kg_gf2m409_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovdqu      xmm4, [rsi + 64]
-    vmovdqu      xmm5, [rsi + 80]
-    vmovq        xmm6, qword [rsi + 96]
-    vpsllq       xmm7, xmm6, 39
-    vpsrlq       xmm8, xmm6, 25
-    vpsllq       xmm9, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpsllq       xmm10, xmm5, 39
-    vpsrlq       xmm11, xmm5, 25
-    vpsllq       xmm12, xmm5, 62
-    vpsrlq       xmm5, xmm5, 2
-    vpsrldq      xmm13, xmm6, 8
-    vpxor        xmm4, xmm13, xmm4
-    vpsllq       xmm13, xmm4, 39
-    vpsrlq       xmm14, xmm4, 25
-    vpsllq       xmm15, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm9, xmm3
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpxor        xmm6, xmm3, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm7, xmm6, 39
-    vpsrlq       xmm8, xmm6, 25
-    vpsllq       xmm9, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm6, xmm15, xmm6
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm4, xmm7, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm4, xmm5, xmm4, 8
+    vmovdqu      xmm0, [rsi + 80]
+    vmovq        xmm1, qword [rsi + 96]
+    vpsllq       xmm2, xmm1, 39
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm4, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm5, xmm0, 39
+    vpsrlq       xmm6, xmm0, 25
+    vpsllq       xmm7, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm8, xmm1, 8
+    vpxor        xmm8, xmm8, [rsi + 64]
+    vpsllq       xmm9, xmm8, 39
+    vpsrlq       xmm10, xmm8, 25
+    vpsllq       xmm11, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm3, [rsi + 48]
     vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vmovdqu      [rdi], xmm0
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm3, xmm1, 39
+    vpsrlq       xmm4, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm3, xmm3, [rsi]
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm9, xmm10, [rsi + 16]
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm6, xmm6, [rsi + 32]
+    vpxor        xmm6, xmm6, xmm7
+    vpslldq      xmm7, xmm4, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm4, xmm0, xmm5, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm3, xmm2
+    vmovdqu      [rdi], xmm2
     vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu      [rdi + 32], xmm4
+    vmovq        qword [rdi + 48], xmm0
     ret
 .end:
 
@@ -6397,368 +6391,358 @@ kg_gf2m409_ladder_step_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 1280
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovq        xmm3, qword [rsi + 48]
-    vmovdqu      xmm4, [rsi + 56]
-    vmovdqu      xmm5, [rsi + 72]
-    vmovdqu      xmm6, [rsi + 88]
-    vmovq        xmm7, qword [rsi + 104]
-    vmovdqu      xmm8, [rsi + 112]
-    vmovdqu      xmm9, [rsi + 128]
-    vmovdqu      xmm10, [rsi + 144]
-    vmovq        xmm11, qword [rsi + 160]
-    vmovdqu      xmm12, [rsi + 168]
-    vmovdqu      xmm13, [rsi + 184]
-    vmovdqu      xmm14, [rsi + 200]
-    vmovq        xmm15, qword [rsi + 216]
-    vmovdqa      [rsp], xmm7                         ; spill
-    vmovdqu      xmm7, [rdx]
-    vmovdqa      [rsp + 32], xmm7                    ; spill
-    vmovdqu      xmm7, [rdx + 16]
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vmovdqu      xmm7, [rdx + 32]
-    vmovdqa      [rsp + 96], xmm7                    ; spill
-    vmovq        xmm7, qword [rdx + 48]
-    vmovdqa      [rsp + 128], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx]
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx + 16]
-    vmovdqa      [rsp + 192], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx + 32]
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vmovq        xmm7, qword [rcx + 48]
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vpbroadcastq xmm7, qword [r8]
-    vmovdqa      [rsp + 288], xmm15                  ; spill
-    vpxor        xmm15, xmm8, xmm0
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm8, xmm8, xmm15
-    vpxor        xmm15, xmm9, xmm1
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm9, xmm9, xmm15
-    vpxor        xmm15, xmm10, xmm2
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm15, xmm11, xmm3
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm15, xmm12, xmm4
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm4, xmm15, xmm4
-    vpxor        xmm12, xmm12, xmm15
-    vpxor        xmm15, xmm13, xmm5
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm5, xmm15, xmm5
-    vpxor        xmm13, xmm13, xmm15
-    vpxor        xmm15, xmm14, xmm6
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm6, xmm15, xmm6
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 320], xmm11                  ; spill
-    vpxor        xmm11, xmm15, [rsp + 288]
-    vpand        xmm7, xmm11, xmm7
-    vpxor        xmm11, xmm15, xmm7
-    vmovdqa      xmm15, [rsp + 288]                  ; reload
-    vpxor        xmm7, xmm15, xmm7
-    vpclmulqdq   xmm15, xmm0, xmm12, 0
-    vmovdqa      [rsp + 288], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm0, xmm12, 17
-    vmovdqa      [rsp], xmm6                         ; spill
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vmovdqa      [rsp + 352], xmm10                  ; spill
-    vpshufd      xmm10, xmm12, 78
-    vpxor        xmm10, xmm12, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpxor        xmm6, xmm15, xmm6
-    vpxor        xmm6, xmm11, xmm6
-    vpclmulqdq   xmm10, xmm1, xmm13, 0
-    vmovdqa      [rsp + 384], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm13, 17
-    vmovdqa      [rsp + 416], xmm9                   ; spill
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm9, xmm1
-    vmovdqa      [rsp + 448], xmm4                   ; spill
-    vpshufd      xmm4, xmm13, 78
-    vpxor        xmm4, xmm13, xmm4
-    vpclmulqdq   xmm4, xmm9, xmm4, 0
+    vmovq        xmm0, qword [rsi + 48]
+    vmovq        xmm1, qword [rsi + 104]
+    vmovdqu      xmm2, [rsi + 112]
+    vmovdqu      xmm3, [rsi + 128]
+    vmovdqu      xmm4, [rsi + 144]
+    vmovq        xmm5, qword [rsi + 160]
+    vmovdqu      xmm6, [rsi + 168]
+    vmovdqu      xmm7, [rsi + 184]
+    vmovdqu      xmm8, [rsi + 200]
+    vmovq        xmm9, qword [rsi + 216]
+    vmovdqu      xmm10, [rdx]
+    vmovdqu      xmm11, [rdx + 16]
+    vmovdqu      xmm12, [rdx + 32]
+    vmovq        xmm13, qword [rdx + 48]
+    vmovdqu      xmm14, [rcx]
+    vmovdqu      xmm15, [rcx + 16]
+    vmovdqa      [rsp], xmm13                        ; spill
+    vmovdqu      xmm13, [rcx + 32]
+    vmovdqa      [rsp + 32], xmm12                   ; spill
+    vmovq        xmm12, qword [rcx + 48]
+    vmovdqa      [rsp + 64], xmm11                   ; spill
+    vpbroadcastq xmm11, qword [r8]
+    vmovdqa      [rsp + 96], xmm10                   ; spill
+    vpxor        xmm10, xmm2, [rsi]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 128], xmm12                  ; spill
+    vpxor        xmm12, xmm10, [rsi]
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm10, xmm3, [rsi + 16]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 160], xmm13                  ; spill
+    vpxor        xmm13, xmm10, [rsi + 16]
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm10, xmm4, [rsi + 32]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 192], xmm15                  ; spill
+    vpxor        xmm15, xmm10, [rsi + 32]
     vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm9, xmm0, xmm1
-    vmovdqa      [rsp + 480], xmm8                   ; spill
-    vpxor        xmm8, xmm12, xmm13
-    vmovdqa      [rsp + 512], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm9, xmm8, 0
-    vmovdqa      [rsp + 544], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm9, xmm8, 17
-    vmovdqa      [rsp + 576], xmm1                   ; spill
-    vpshufd      xmm1, xmm9, 78
-    vpxor        xmm1, xmm9, xmm1
-    vpshufd      xmm9, xmm8, 78
-    vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm1, xmm1, xmm8, 0
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm8, xmm11, xmm10
-    vpxor        xmm9, xmm15, xmm13
-    vpxor        xmm9, xmm9, xmm8
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm10, xmm12, xmm5
-    vpxor        xmm8, xmm10, xmm8
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm11, xmm2, xmm14, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm12, xmm2
-    vpshufd      xmm13, xmm14, 78
-    vpxor        xmm13, xmm14, xmm13
-    vpclmulqdq   xmm12, xmm12, xmm13, 0
-    vpxor        xmm12, xmm12, xmm10
-    vpxor        xmm12, xmm12, xmm11
-    vpclmulqdq   xmm13, xmm3, xmm7, 0
-    vmovdqa      [rsp + 608], xmm1                   ; spill
-    vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 640], xmm9                   ; spill
-    vpxor        xmm9, xmm14, xmm7
-    vmovdqa      [rsp + 672], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm9, 0
-    vmovdqa      [rsp + 704], xmm15                  ; spill
-    vpclmulqdq   xmm15, xmm1, xmm9, 17
-    vmovdqa      [rsp + 736], xmm5                   ; spill
-    vpshufd      xmm5, xmm1, 78
-    vpxor        xmm1, xmm1, xmm5
-    vpshufd      xmm5, xmm9, 78
-    vpxor        xmm5, xmm9, xmm5
-    vpclmulqdq   xmm1, xmm1, xmm5, 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm5, xmm11, xmm13
+    vpxor        xmm10, xmm0, xmm5
+    vpand        xmm10, xmm10, xmm11
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm10, xmm6, [rsi + 56]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 224], xmm14                  ; spill
+    vpxor        xmm14, xmm10, [rsi + 56]
     vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm5
+    vpxor        xmm10, xmm7, [rsi + 72]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpxor        xmm5, xmm10, [rsi + 72]
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm10, xmm8, [rsi + 88]
+    vpand        xmm10, xmm10, xmm11
+    vmovdqa      [rsp + 288], xmm4                   ; spill
+    vpxor        xmm4, xmm10, [rsi + 88]
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm10, xmm9, xmm1
+    vpand        xmm10, xmm10, xmm11
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm12, xmm6, 0
+    vpclmulqdq   xmm11, xmm12, xmm6, 17
+    vmovdqa      [rsp + 320], xmm1                   ; spill
+    vpshufd      xmm1, xmm12, 78
     vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm5, xmm15, xmm5
-    vpxor        xmm9, xmm0, xmm2
-    vmovdqa      xmm11, [rsp + 576]                  ; reload
-    vpxor        xmm13, xmm11, xmm3
-    vmovdqa      xmm15, [rsp + 544]                  ; reload
-    vpxor        xmm14, xmm15, xmm14
-    vmovdqa      xmm15, [rsp + 512]                  ; reload
-    vpxor        xmm7, xmm15, xmm7
-    vpclmulqdq   xmm15, xmm9, xmm14, 0
-    vmovdqa      [rsp + 512], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, xmm14, 17
-    vpshufd      xmm11, xmm9, 78
-    vpxor        xmm11, xmm9, xmm11
-    vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpshufd      xmm2, xmm14, 78
-    vpxor        xmm2, xmm14, xmm2
-    vpclmulqdq   xmm2, xmm11, xmm2, 0
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm0
-    vpclmulqdq   xmm11, xmm13, xmm7, 0
-    vmovdqa      [rsp + 768], xmm3                   ; spill
+    vmovdqa      [rsp + 352], xmm4                   ; spill
+    vpshufd      xmm4, xmm6, 78
+    vpxor        xmm4, xmm6, xmm4
+    vpclmulqdq   xmm1, xmm1, xmm4, 0
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm11, xmm1
+    vpclmulqdq   xmm4, xmm13, xmm7, 0
+    vmovdqa      [rsp + 384], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm13, xmm7, 17
-    vmovdqa      [rsp + 800], xmm5                   ; spill
+    vmovdqa      [rsp + 416], xmm5                   ; spill
     vpshufd      xmm5, xmm13, 78
     vpxor        xmm5, xmm13, xmm5
-    vmovdqa      [rsp + 832], xmm1                   ; spill
-    vpshufd      xmm1, xmm7, 78
-    vpxor        xmm1, xmm7, xmm1
-    vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm5, xmm9, xmm13
-    vpxor        xmm7, xmm14, xmm7
-    vpclmulqdq   xmm9, xmm5, xmm7, 0
-    vpclmulqdq   xmm13, xmm5, xmm7, 17
-    vpshufd      xmm14, xmm5, 78
-    vpxor        xmm5, xmm14, xmm5
-    vpshufd      xmm14, xmm7, 78
-    vpxor        xmm7, xmm14, xmm7
-    vpclmulqdq   xmm5, xmm5, xmm7, 0
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm7, xmm15, xmm9
-    vpxor        xmm7, xmm7, xmm0
-    vpxor        xmm5, xmm2, xmm5
-    vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm9, xmm13, xmm3
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm4, xmm12, xmm4
-    vmovdqa      xmm9, [rsp + 736]                   ; reload
-    vpxor        xmm6, xmm9, xmm6
-    vmovdqa      xmm9, [rsp + 704]                   ; reload
-    vpxor        xmm10, xmm9, xmm15
-    vpxor        xmm10, xmm10, xmm8
-    vmovdqa      xmm11, [rsp + 672]                  ; reload
-    vpxor        xmm2, xmm11, xmm2
+    vmovdqa      [rsp + 448], xmm2                   ; spill
+    vpshufd      xmm2, xmm7, 78
+    vpxor        xmm2, xmm7, xmm2
+    vpclmulqdq   xmm2, xmm5, xmm2, 0
     vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm5, xmm12, xmm13
+    vmovdqa      [rsp + 480], xmm14                  ; spill
+    vpxor        xmm14, xmm6, xmm7
+    vmovdqa      [rsp + 512], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm5, xmm14, 0
+    vmovdqa      [rsp + 544], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm5, xmm14, 17
+    vmovdqa      [rsp + 576], xmm13                  ; spill
+    vpshufd      xmm13, xmm5, 78
+    vpxor        xmm5, xmm13, xmm5
+    vpshufd      xmm13, xmm14, 78
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm5, xmm5, xmm13, 0
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm5, xmm1, xmm5
+    vpxor        xmm5, xmm5, xmm2
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm4, xmm6, xmm4
+    vpclmulqdq   xmm6, xmm15, xmm8, 0
+    vpclmulqdq   xmm11, xmm15, xmm8, 17
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpshufd      xmm14, xmm8, 78
+    vpxor        xmm14, xmm8, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpxor        xmm13, xmm13, xmm6
+    vpxor        xmm13, xmm13, xmm11
+    vpclmulqdq   xmm14, xmm0, xmm9, 0
+    vmovdqa      [rsp + 608], xmm5                   ; spill
+    vpxor        xmm5, xmm15, xmm0
+    vmovdqa      [rsp + 640], xmm7                   ; spill
+    vpxor        xmm7, xmm8, xmm9
+    vmovdqa      [rsp + 672], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm5, xmm7, 0
+    vmovdqa      [rsp + 704], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm5, xmm7, 17
+    vmovdqa      [rsp + 736], xmm3                   ; spill
+    vpshufd      xmm3, xmm5, 78
+    vpxor        xmm3, xmm5, xmm3
+    vpshufd      xmm5, xmm7, 78
+    vpxor        xmm5, xmm7, xmm5
+    vpclmulqdq   xmm3, xmm3, xmm5, 0
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm5, xmm11, xmm14
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm7, xmm12, xmm15
+    vmovdqa      xmm10, [rsp + 576]                  ; reload
+    vpxor        xmm11, xmm10, xmm0
+    vmovdqa      xmm14, [rsp + 544]                  ; reload
+    vpxor        xmm8, xmm14, xmm8
+    vmovdqa      xmm14, [rsp + 512]                  ; reload
+    vpxor        xmm9, xmm14, xmm9
+    vpclmulqdq   xmm14, xmm7, xmm8, 0
+    vmovdqa      [rsp + 512], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm7, xmm8, 17
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm10, xmm10, xmm7
+    vmovdqa      [rsp + 544], xmm15                  ; spill
+    vpshufd      xmm15, xmm8, 78
+    vpxor        xmm15, xmm8, xmm15
+    vpclmulqdq   xmm10, xmm10, xmm15, 0
+    vpxor        xmm10, xmm10, xmm14
+    vpxor        xmm10, xmm10, xmm12
+    vpclmulqdq   xmm15, xmm11, xmm9, 0
+    vmovdqa      [rsp + 768], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm11, xmm9, 17
+    vmovdqa      [rsp + 800], xmm5                   ; spill
+    vpshufd      xmm5, xmm11, 78
+    vpxor        xmm5, xmm11, xmm5
+    vmovdqa      [rsp + 832], xmm3                   ; spill
+    vpshufd      xmm3, xmm9, 78
+    vpxor        xmm3, xmm9, xmm3
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm5, xmm11, xmm7
+    vpxor        xmm7, xmm8, xmm9
+    vpclmulqdq   xmm8, xmm5, xmm7, 0
+    vpclmulqdq   xmm9, xmm5, xmm7, 17
+    vpshufd      xmm11, xmm5, 78
+    vpxor        xmm5, xmm11, xmm5
+    vpshufd      xmm11, xmm7, 78
+    vpxor        xmm7, xmm11, xmm7
+    vpclmulqdq   xmm5, xmm5, xmm7, 0
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm7, xmm12, xmm15
+    vpxor        xmm8, xmm14, xmm8
+    vpxor        xmm8, xmm8, xmm7
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm5, xmm5, xmm3
+    vpxor        xmm9, xmm9, xmm0
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm13, xmm2
+    vmovdqa      xmm6, [rsp + 736]                   ; reload
+    vpxor        xmm1, xmm6, xmm1
+    vmovdqa      xmm6, [rsp + 704]                   ; reload
+    vpxor        xmm9, xmm14, xmm6
+    vpxor        xmm9, xmm9, xmm4
+    vmovdqa      xmm11, [rsp + 672]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm2
     vmovdqa      xmm12, [rsp + 640]                  ; reload
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm8, xmm12, xmm8
+    vpxor        xmm8, xmm8, xmm1
     vmovdqa      xmm13, [rsp + 608]                  ; reload
     vpxor        xmm5, xmm13, xmm5
     vpxor        xmm5, xmm5, [rsp + 832]
-    vpxor        xmm0, xmm0, [rsp + 800]
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm3, xmm3, xmm6
-    vpslldq      xmm4, xmm11, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm8, xmm2, xmm13, 8
-    vpxor        xmm8, xmm10, xmm8
-    vpalignr     xmm2, xmm5, xmm2, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpalignr     xmm5, xmm1, xmm5, 8
-    vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm5, [rsp + 832]                   ; reload
-    vpalignr     xmm1, xmm5, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vmovdqa      xmm5, [rsp + 800]                   ; reload
-    vpxor        xmm3, xmm5, xmm3
-    vpsllq       xmm5, xmm3, 39
-    vpsrlq       xmm7, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm1, 39
-    vpsrlq       xmm11, xmm1, 25
-    vpsllq       xmm12, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm0, xmm13, xmm0
-    vpsllq       xmm13, xmm0, 39
-    vpsrlq       xmm14, xmm0, 25
-    vpsllq       xmm15, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm9, xmm2
-    vpalignr     xmm3, xmm3, xmm1, 8
-    vpxor        xmm3, xmm2, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm5, xmm3, 39
-    vpsrlq       xmm7, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm7, xmm7, [rsp + 800]
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm11, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpalignr     xmm3, xmm13, xmm11, 8
+    vpxor        xmm3, xmm12, xmm3
+    vpalignr     xmm6, xmm10, xmm13, 8
+    vpxor        xmm6, xmm9, xmm6
+    vpalignr     xmm7, xmm5, xmm10, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm5, xmm2, xmm5, 8
     vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm13, xmm7
+    vmovdqa      xmm5, [rsp + 832]                   ; reload
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vmovdqa      xmm5, [rsp + 800]                   ; reload
+    vpxor        xmm2, xmm5, xmm2
+    vpsllq       xmm5, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm4, xmm13, xmm4
+    vpsllq       xmm13, xmm4, 39
+    vpsrlq       xmm14, xmm4, 25
+    vpsllq       xmm15, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm5, xmm8, xmm7
     vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm12, xmm6
-    vpslldq      xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm10, xmm4
+    vpxor        xmm4, xmm11, xmm6
+    vpxor        xmm4, xmm12, xmm4
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm5, xmm0
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vmovdqa      xmm2, [rsp + 480]                   ; reload
-    vpclmulqdq   xmm5, xmm2, [rsp + 448], 0
-    vpclmulqdq   xmm6, xmm2, [rsp + 448], 17
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
-    vpshufd      xmm8, [rsp + 448], 78
-    vmovdqa      xmm9, [rsp + 448]                   ; reload
+    vpand        xmm0, xmm0, [rax - 128]
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 480], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 480], 17
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpshufd      xmm8, [rsp + 480], 78
+    vmovdqa      xmm9, [rsp + 480]                   ; reload
     vpxor        xmm8, xmm9, xmm8
     vpclmulqdq   xmm7, xmm7, xmm8, 0
     vpxor        xmm7, xmm7, xmm5
     vpxor        xmm7, xmm7, xmm6
-    vmovdqa      xmm8, [rsp + 416]                   ; reload
-    vpclmulqdq   xmm10, xmm8, [rsp + 384], 0
-    vpclmulqdq   xmm11, xmm8, [rsp + 384], 17
+    vmovdqa      xmm8, [rsp + 384]                   ; reload
+    vpclmulqdq   xmm10, xmm8, [rsp + 416], 0
+    vpclmulqdq   xmm11, xmm8, [rsp + 416], 17
     vpshufd      xmm12, xmm8, 78
     vpxor        xmm12, xmm8, xmm12
-    vpshufd      xmm13, [rsp + 384], 78
-    vmovdqa      xmm14, [rsp + 384]                  ; reload
+    vpshufd      xmm13, [rsp + 416], 78
+    vmovdqa      xmm14, [rsp + 416]                  ; reload
     vpxor        xmm13, xmm14, xmm13
     vpclmulqdq   xmm12, xmm12, xmm13, 0
     vpxor        xmm12, xmm12, xmm10
     vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm13, xmm8, xmm2
+    vpxor        xmm13, xmm8, xmm4
     vpxor        xmm15, xmm9, xmm14
-    vmovdqa      [rsp + 800], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm13, xmm15, 0
-    vmovdqa      [rsp + 832], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm13, xmm15, 17
-    vmovdqa      [rsp + 608], xmm3                   ; spill
-    vpshufd      xmm3, xmm13, 78
-    vpxor        xmm3, xmm13, xmm3
+    vmovdqa      [rsp + 800], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm13, xmm15, 0
+    vmovdqa      [rsp + 832], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm13, xmm15, 17
+    vmovdqa      [rsp + 608], xmm2                   ; spill
+    vpshufd      xmm2, xmm13, 78
+    vpxor        xmm2, xmm13, xmm2
     vpshufd      xmm13, xmm15, 78
     vpxor        xmm13, xmm15, xmm13
-    vpclmulqdq   xmm3, xmm3, xmm13, 0
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm3, xmm3, xmm0
+    vpclmulqdq   xmm2, xmm2, xmm13, 0
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm2, xmm2, xmm3
     vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm5, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 352]                   ; reload
-    vpclmulqdq   xmm10, xmm6, [rsp], 0
-    vpclmulqdq   xmm13, xmm6, [rsp], 17
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm6, [rsp + 288]                   ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp + 352], 0
+    vpclmulqdq   xmm13, xmm6, [rsp + 352], 17
     vpshufd      xmm15, xmm6, 78
     vpxor        xmm15, xmm15, xmm6
-    vmovdqa      [rsp + 640], xmm4                   ; spill
-    vpshufd      xmm4, [rsp], 78
-    vmovdqa      [rsp + 672], xmm3                   ; spill
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vpxor        xmm4, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm15, xmm4, 0
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm4, xmm13, xmm4
-    vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vmovdqa      [rsp + 704], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, [rsp + 288], 0
+    vmovdqa      [rsp + 640], xmm1                   ; spill
+    vpshufd      xmm1, [rsp + 352], 78
+    vmovdqa      [rsp + 672], xmm2                   ; spill
+    vmovdqa      xmm2, [rsp + 352]                   ; reload
+    vpxor        xmm1, xmm2, xmm1
+    vpclmulqdq   xmm1, xmm15, xmm1, 0
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm13, xmm1
+    vmovdqa      xmm15, [rsp + 256]                  ; reload
+    vmovdqa      [rsp + 704], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 320], 0
     vmovdqa      [rsp + 736], xmm7                   ; spill
     vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 864], xmm5                   ; spill
-    vpxor        xmm5, xmm3, [rsp + 288]
+    vpxor        xmm5, xmm2, [rsp + 320]
     vmovdqa      [rsp + 896], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm7, xmm5, 0
     vmovdqa      [rsp + 928], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm7, xmm5, 17
-    vmovdqa      [rsp + 960], xmm0                   ; spill
-    vpshufd      xmm0, xmm7, 78
-    vpxor        xmm0, xmm7, xmm0
+    vmovdqa      [rsp + 960], xmm3                   ; spill
+    vpshufd      xmm3, xmm7, 78
+    vpxor        xmm3, xmm7, xmm3
     vpshufd      xmm7, xmm5, 78
     vpxor        xmm5, xmm5, xmm7
-    vpclmulqdq   xmm0, xmm0, xmm5, 0
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm0, xmm12, xmm0
-    vpxor        xmm1, xmm13, xmm1
+    vpclmulqdq   xmm3, xmm3, xmm5, 0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm0, xmm13, xmm0
     vpxor        xmm5, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm5, xmm5, xmm0
+    vpxor        xmm3, xmm1, xmm3
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm4, xmm4, xmm6
     vpxor        xmm6, xmm8, xmm15
-    vpxor        xmm7, xmm9, xmm3
-    vpxor        xmm8, xmm14, [rsp + 288]
-    vpclmulqdq   xmm11, xmm2, xmm7, 0
-    vpclmulqdq   xmm12, xmm2, xmm7, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm13, xmm2
+    vpxor        xmm7, xmm9, xmm2
+    vpxor        xmm8, xmm14, [rsp + 320]
+    vpclmulqdq   xmm11, xmm4, xmm7, 0
+    vpclmulqdq   xmm12, xmm4, xmm7, 17
+    vpshufd      xmm13, xmm4, 78
+    vpxor        xmm13, xmm13, xmm4
     vpshufd      xmm15, xmm7, 78
     vpxor        xmm15, xmm15, xmm7
     vpclmulqdq   xmm13, xmm13, xmm15, 0
@@ -6768,33 +6752,33 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm9, xmm6, xmm8, 17
     vpshufd      xmm14, xmm6, 78
     vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm3, xmm8, 78
-    vpxor        xmm3, xmm8, xmm3
-    vpclmulqdq   xmm3, xmm14, xmm3, 0
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm2, xmm2, xmm6
+    vpshufd      xmm2, xmm8, 78
+    vpxor        xmm2, xmm8, xmm2
+    vpclmulqdq   xmm2, xmm14, xmm2, 0
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm4, xmm4, xmm6
     vpxor        xmm6, xmm8, xmm7
-    vpclmulqdq   xmm7, xmm2, xmm6, 0
-    vpclmulqdq   xmm8, xmm2, xmm6, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm2, xmm14, xmm2
+    vpclmulqdq   xmm7, xmm4, xmm6, 0
+    vpclmulqdq   xmm8, xmm4, xmm6, 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm4, xmm14, xmm4
     vpshufd      xmm14, xmm6, 78
     vpxor        xmm6, xmm14, xmm6
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm8, xmm2
+    vpclmulqdq   xmm4, xmm4, xmm6, 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm4, xmm8, xmm4
     vpxor        xmm6, xmm12, xmm15
     vpxor        xmm7, xmm11, xmm7
     vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm4, xmm2
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm6, xmm8, xmm6
     vmovdqa      xmm8, [rsp + 960]                   ; reload
     vpxor        xmm8, xmm8, xmm10
     vmovdqa      xmm10, [rsp + 928]                  ; reload
-    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm1, xmm10, xmm1
     vmovdqa      xmm10, [rsp + 896]                  ; reload
     vpxor        xmm5, xmm10, xmm5
     vmovdqa      xmm10, [rsp + 864]                  ; reload
@@ -6802,75 +6786,75 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm12, [rsp + 736]                  ; reload
     vpxor        xmm13, xmm12, xmm13
-    vpxor        xmm13, xmm13, xmm4
+    vpxor        xmm13, xmm13, xmm1
     vmovdqa      xmm14, [rsp + 704]                  ; reload
     vpxor        xmm7, xmm14, xmm7
     vpxor        xmm7, xmm7, xmm5
     vmovdqa      xmm15, [rsp + 672]                  ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm6, xmm6, xmm1
+    vpxor        xmm4, xmm15, xmm4
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm6, xmm6, xmm0
     vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm9, xmm5
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm9, xmm5
     vpslldq      xmm5, xmm12, 8
     vpxor        xmm5, xmm10, xmm5
     vpalignr     xmm8, xmm15, xmm12, 8
     vpxor        xmm8, xmm14, xmm8
     vpalignr     xmm9, xmm13, xmm15, 8
     vpxor        xmm9, xmm11, xmm9
-    vpalignr     xmm10, xmm2, xmm13, 8
+    vpalignr     xmm10, xmm4, xmm13, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpsrlq       xmm4, xmm0, 25
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm1, xmm3, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 39
+    vpsrlq       xmm3, xmm0, 25
     vpsllq       xmm6, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm3, 39
-    vpsrlq       xmm11, xmm3, 25
-    vpsllq       xmm12, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm2, xmm13, xmm2
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm3, xmm7, xmm4
-    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm4, xmm13, xmm4
+    vpsllq       xmm13, xmm4, 39
+    vpsrlq       xmm14, xmm4, 25
+    vpsllq       xmm15, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm7, xmm3
+    vpxor        xmm2, xmm2, xmm6
     vpalignr     xmm0, xmm0, xmm1, 8
-    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm4, xmm0, 39
+    vpsllq       xmm3, xmm0, 39
     vpsrlq       xmm6, xmm0, 25
     vpsllq       xmm7, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm5, xmm3
     vpxor        xmm5, xmm13, xmm6
     vpxor        xmm5, xmm5, xmm7
     vpxor        xmm6, xmm8, xmm14
     vpxor        xmm0, xmm15, xmm0
     vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm4, xmm10, xmm4
     vpxor        xmm6, xmm9, xmm11
     vpxor        xmm6, xmm12, xmm6
     vpslldq      xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm5, xmm4, xmm5, 8
     vpxor        xmm0, xmm0, xmm5
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm4, xmm6, xmm4
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm2, xmm1
     vpand        xmm1, xmm1, [rax - 128]
-    vmovdqa      xmm3, [rsp + 768]                   ; reload
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vmovdqa      xmm2, [rsp + 768]                   ; reload
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
     vmovdqa      xmm5, [rsp + 544]                   ; reload
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
@@ -6880,41 +6864,41 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm9, [rsp + 512]                   ; reload
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpsllq       xmm11, xmm3, 39
-    vpsrlq       xmm12, xmm3, 25
-    vpsllq       xmm13, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm15, xmm6, 25
     vmovdqa      [rsp + 512], xmm1                   ; spill
     vpsllq       xmm1, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vmovdqa      [rsp + 576], xmm2                   ; spill
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsllq       xmm5, xmm2, 39
+    vmovdqa      [rsp + 576], xmm4                   ; spill
+    vpsrldq      xmm4, xmm2, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsllq       xmm5, xmm4, 39
     vmovdqa      [rsp + 544], xmm0                   ; spill
-    vpsrlq       xmm0, xmm2, 25
-    vmovdqa      [rsp + 768], xmm4                   ; spill
-    vpsllq       xmm4, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
+    vpsrlq       xmm0, xmm4, 25
+    vmovdqa      [rsp + 768], xmm3                   ; spill
+    vpsllq       xmm3, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpxor        xmm6, xmm11, xmm6
     vpxor        xmm8, xmm8, xmm12
     vpxor        xmm8, xmm8, xmm13
-    vpalignr     xmm3, xmm3, xmm6, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm11, xmm3, 39
-    vpsrlq       xmm12, xmm3, 25
-    vpsllq       xmm13, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
+    vpalignr     xmm2, xmm2, xmm6, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm11, xmm2, 39
+    vpsrlq       xmm12, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm12, xmm5
     vpxor        xmm5, xmm13, xmm5
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm2, xmm14, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm14, xmm4
     vpxor        xmm3, xmm15, xmm7
     vpxor        xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm5, 8
@@ -6926,15 +6910,15 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm2, xmm6, 8
     vpxor        xmm2, xmm8, xmm2
     vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vmovdqa      xmm4, [rsp + 320]                   ; reload
     vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vmovdqa      xmm5, [rsp]                         ; reload
+    vmovdqa      xmm5, [rsp + 352]                   ; reload
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vmovdqa      xmm7, [rsp + 384]                   ; reload
+    vmovdqa      xmm7, [rsp + 416]                   ; reload
     vpclmulqdq   xmm8, xmm7, xmm7, 17
     vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vmovdqa      xmm9, [rsp + 448]                   ; reload
+    vmovdqa      xmm9, [rsp + 480]                   ; reload
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
     vpsllq       xmm11, xmm4, 39
@@ -6943,16 +6927,16 @@ kg_gf2m409_ladder_step_avx2:
     vpsrlq       xmm4, xmm4, 2
     vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm15, xmm6, 25
-    vmovdqa      [rsp + 448], xmm2                   ; spill
+    vmovdqa      [rsp + 480], xmm2                   ; spill
     vpsllq       xmm2, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vmovdqa      [rsp + 384], xmm1                   ; spill
+    vmovdqa      [rsp + 416], xmm1                   ; spill
     vpsrldq      xmm1, xmm4, 8
     vpxor        xmm1, xmm5, xmm1
     vpsllq       xmm5, xmm1, 39
-    vmovdqa      [rsp], xmm0                         ; spill
+    vmovdqa      [rsp + 352], xmm0                   ; spill
     vpsrlq       xmm0, xmm1, 25
-    vmovdqa      [rsp + 288], xmm3                   ; spill
+    vmovdqa      [rsp + 320], xmm3                   ; spill
     vpsllq       xmm3, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
     vpxor        xmm6, xmm11, xmm6
@@ -7044,7 +7028,7 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm2, xmm12, 8
     vpxor        xmm2, xmm8, xmm2
     vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vmovdqa      xmm4, [rsp + 320]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 864], 0
     vpclmulqdq   xmm6, xmm4, [rsp + 864], 17
     vpshufd      xmm7, xmm4, 78
@@ -7055,7 +7039,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm7, xmm7, xmm8, 0
     vpxor        xmm7, xmm7, xmm5
     vpxor        xmm7, xmm7, xmm6
-    vmovdqa      xmm8, [rsp]                         ; reload
+    vmovdqa      xmm8, [rsp + 352]                   ; reload
     vpclmulqdq   xmm10, xmm8, [rsp + 736], 0
     vpclmulqdq   xmm11, xmm8, [rsp + 736], 17
     vpshufd      xmm12, xmm8, 78
@@ -7087,23 +7071,23 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm0, xmm12, xmm0
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm1, xmm6
-    vmovdqa      xmm6, [rsp + 384]                   ; reload
+    vmovdqa      xmm6, [rsp + 416]                   ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
     vpshufd      xmm15, xmm6, 78
     vpxor        xmm15, xmm15, xmm6
-    vmovdqa      [rsp + 320], xmm3                   ; spill
+    vmovdqa      [rsp + 256], xmm3                   ; spill
     vpshufd      xmm3, [rsp + 704], 78
-    vmovdqa      [rsp + 416], xmm0                   ; spill
+    vmovdqa      [rsp + 384], xmm0                   ; spill
     vmovdqa      xmm0, [rsp + 704]                   ; reload
     vpxor        xmm3, xmm0, xmm3
     vpclmulqdq   xmm3, xmm15, xmm3, 0
     vpxor        xmm3, xmm10, xmm3
     vpxor        xmm3, xmm13, xmm3
-    vmovdqa      xmm15, [rsp + 448]                  ; reload
-    vmovdqa      [rsp + 352], xmm2                   ; spill
+    vmovdqa      xmm15, [rsp + 480]                  ; reload
+    vmovdqa      [rsp + 288], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm15, [rsp + 672], 0
-    vmovdqa      [rsp + 480], xmm7                   ; spill
+    vmovdqa      [rsp + 448], xmm7                   ; spill
     vpxor        xmm7, xmm15, xmm6
     vmovdqa      [rsp + 992], xmm5                   ; spill
     vpxor        xmm5, xmm0, [rsp + 672]
@@ -7173,13 +7157,13 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm11, [rsp + 992]                  ; reload
     vpxor        xmm12, xmm11, xmm15
     vpxor        xmm12, xmm12, xmm10
-    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vmovdqa      xmm13, [rsp + 448]                  ; reload
     vpxor        xmm4, xmm13, xmm4
     vpxor        xmm4, xmm4, xmm3
-    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vmovdqa      xmm14, [rsp + 288]                  ; reload
     vpxor        xmm8, xmm14, xmm8
     vpxor        xmm8, xmm8, xmm5
-    vmovdqa      xmm15, [rsp + 416]                  ; reload
+    vmovdqa      xmm15, [rsp + 384]                  ; reload
     vpxor        xmm7, xmm15, xmm7
     vpxor        xmm7, xmm7, xmm1
     vpxor        xmm6, xmm6, xmm2
@@ -7242,7 +7226,7 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vpand        xmm0, xmm0, [rax - 128]
-    vmovdqa      xmm2, [rsp + 160]                   ; reload
+    vmovdqa      xmm2, [rsp + 224]                   ; reload
     vpclmulqdq   xmm5, xmm2, [rsp + 864], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 864], 17
     vpshufd      xmm7, xmm2, 78
@@ -7266,11 +7250,11 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm12, xmm12, xmm11
     vpxor        xmm13, xmm8, xmm2
     vpxor        xmm15, xmm9, xmm14
-    vmovdqa      [rsp + 416], xmm4                   ; spill
+    vmovdqa      [rsp + 384], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm13, xmm15, 0
-    vmovdqa      [rsp + 352], xmm1                   ; spill
+    vmovdqa      [rsp + 288], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm13, xmm15, 17
-    vmovdqa      [rsp + 480], xmm3                   ; spill
+    vmovdqa      [rsp + 448], xmm3                   ; spill
     vpshufd      xmm3, xmm13, 78
     vpxor        xmm3, xmm13, xmm3
     vpshufd      xmm13, xmm15, 78
@@ -7285,7 +7269,7 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm1, xmm6
-    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vmovdqa      xmm6, [rsp + 160]                   ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
     vpshufd      xmm15, xmm6, 78
@@ -7298,7 +7282,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm15, xmm0, 0
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm0, xmm13, xmm0
-    vmovdqa      xmm15, [rsp + 256]                  ; reload
+    vmovdqa      xmm15, [rsp + 128]                  ; reload
     vmovdqa      [rsp + 1056], xmm4                  ; spill
     vpclmulqdq   xmm4, xmm15, [rsp + 672], 0
     vmovdqa      [rsp + 1088], xmm7                  ; spill
@@ -7440,13 +7424,13 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
     vpand        xmm0, xmm0, [rax - 128]
-    vmovdqa      xmm3, [rsp + 288]                   ; reload
+    vmovdqa      xmm3, [rsp + 320]                   ; reload
     vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm4, [rsp]                         ; reload
+    vmovdqa      xmm4, [rsp + 352]                   ; reload
     vpxor        xmm1, xmm4, xmm1
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
+    vmovdqa      xmm4, [rsp + 416]                   ; reload
     vpxor        xmm2, xmm4, xmm2
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vmovdqa      xmm4, [rsp + 480]                   ; reload
     vpxor        xmm0, xmm4, xmm0
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm4, xmm2, xmm2, 17
@@ -7497,13 +7481,13 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
     vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm4, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm4, [rsp + 320], 0
-    vpclmulqdq   xmm6, xmm4, [rsp + 320], 17
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 256], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 256], 17
     vpshufd      xmm7, xmm4, 78
     vpxor        xmm7, xmm4, xmm7
-    vpshufd      xmm8, [rsp + 320], 78
-    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpshufd      xmm8, [rsp + 256], 78
+    vmovdqa      xmm9, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm9, xmm8
     vpclmulqdq   xmm7, xmm7, xmm8, 0
     vpxor        xmm7, xmm7, xmm5
@@ -7521,11 +7505,11 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm12, xmm12, xmm11
     vpxor        xmm13, xmm8, xmm4
     vpxor        xmm15, xmm9, xmm14
-    vmovdqa      [rsp + 448], xmm1                   ; spill
+    vmovdqa      [rsp + 480], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm13, xmm15, 0
-    vmovdqa      [rsp + 384], xmm0                   ; spill
+    vmovdqa      [rsp + 416], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm13, xmm15, 17
-    vmovdqa      [rsp], xmm3                         ; spill
+    vmovdqa      [rsp + 352], xmm3                   ; spill
     vpshufd      xmm3, xmm13, 78
     vpxor        xmm3, xmm13, xmm3
     vpshufd      xmm13, xmm15, 78
@@ -7540,12 +7524,12 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 96]                    ; reload
+    vmovdqa      xmm6, [rsp + 32]                    ; reload
     vpclmulqdq   xmm10, xmm6, [rsp + 928], 0
     vpclmulqdq   xmm13, xmm6, [rsp + 928], 17
     vpshufd      xmm15, xmm6, 78
     vpxor        xmm15, xmm15, xmm6
-    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vmovdqa      [rsp + 320], xmm2                   ; spill
     vpshufd      xmm2, [rsp + 928], 78
     vmovdqa      [rsp + 1024], xmm3                  ; spill
     vmovdqa      xmm3, [rsp + 928]                   ; reload
@@ -7553,7 +7537,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm2, xmm15, xmm2, 0
     vpxor        xmm2, xmm10, xmm2
     vpxor        xmm2, xmm13, xmm2
-    vmovdqa      xmm15, [rsp + 128]                  ; reload
+    vmovdqa      xmm15, [rsp]                        ; reload
     vmovdqa      [rsp + 1056], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm15, [rsp + 896], 0
     vmovdqa      [rsp + 1088], xmm7                  ; spill
@@ -7654,14 +7638,14 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm0, xmm8, xmm0
     vpxor        xmm0, xmm9, xmm0
     vmovdqa      xmm1, [rsp + 608]                   ; reload
-    vmovdqa      [rsp + 128], xmm2                   ; spill
+    vmovdqa      [rsp], xmm2                         ; spill
     vpclmulqdq   xmm2, xmm1, [rsp + 544], 0
     vmovdqa      [rsp + 64], xmm6                    ; spill
     vpclmulqdq   xmm6, xmm1, [rsp + 544], 17
-    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vmovdqa      [rsp + 32], xmm4                    ; spill
     vpshufd      xmm4, xmm1, 78
     vpxor        xmm4, xmm1, xmm4
-    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vmovdqa      [rsp + 96], xmm7                    ; spill
     vpshufd      xmm7, [rsp + 544], 78
     vmovdqa      [rsp + 672], xmm13                  ; spill
     vmovdqa      xmm13, [rsp + 544]                  ; reload
@@ -7703,13 +7687,13 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm15, [rsp + 800]                  ; reload
     vmovdqa      [rsp + 864], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm15, [rsp + 512], 0
-    vmovdqa      [rsp + 256], xmm0                   ; spill
+    vmovdqa      [rsp + 128], xmm0                   ; spill
     vpxor        xmm0, xmm11, xmm15
     vmovdqa      [rsp + 192], xmm8                   ; spill
     vpxor        xmm8, xmm7, [rsp + 512]
-    vmovdqa      [rsp + 224], xmm6                   ; spill
+    vmovdqa      [rsp + 160], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm0, xmm8, 0
-    vmovdqa      [rsp + 160], xmm4                   ; spill
+    vmovdqa      [rsp + 224], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm0, xmm8, 17
     vmovdqa      [rsp + 1248], xmm2                  ; spill
     vpshufd      xmm2, xmm0, 78
@@ -7766,14 +7750,14 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm3, xmm5, xmm3
     vmovdqa      xmm5, [rsp + 1248]                  ; reload
     vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vmovdqa      xmm8, [rsp + 224]                   ; reload
     vpxor        xmm8, xmm8, xmm10
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
     vpxor        xmm6, xmm10, xmm6
     vmovdqa      xmm10, [rsp + 192]                  ; reload
     vpxor        xmm7, xmm10, xmm7
     vpxor        xmm7, xmm7, xmm5
-    vmovdqa      xmm11, [rsp + 256]                  ; reload
+    vmovdqa      xmm11, [rsp + 128]                  ; reload
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm9, xmm9, xmm8
     vmovdqa      xmm12, [rsp + 864]                  ; reload
@@ -7798,13 +7782,13 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm7, xmm13, xmm7
     vmovdqa      xmm13, [rsp + 672]                  ; reload
     vpxor        xmm9, xmm13, xmm9
-    vmovdqa      xmm13, [rsp + 32]                   ; reload
-    vpxor        xmm4, xmm13, xmm4
     vmovdqa      xmm13, [rsp + 96]                   ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vmovdqa      xmm13, [rsp + 32]                   ; reload
     vpxor        xmm1, xmm13, xmm1
     vmovdqa      xmm13, [rsp + 64]                   ; reload
     vpxor        xmm3, xmm13, xmm3
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
+    vmovdqa      xmm13, [rsp]                        ; reload
     vpxor        xmm5, xmm13, xmm5
     vmovdqa      xmm13, [rsp + 1216]                 ; reload
     vpxor        xmm6, xmm13, xmm6
@@ -7868,18 +7852,18 @@ kg_gf2m409_ladder_step_avx2:
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
     vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm3, [rsp + 288]                   ; reload
+    vmovdqa      xmm3, [rsp + 320]                   ; reload
     vpsrlq       xmm5, xmm3, 25
     vpsllq       xmm6, xmm5, 23
     lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
     vpand        xmm3, xmm3, [rax - 128]
     vpunpcklqdq  xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp]                         ; reload
+    vmovdqa      xmm6, [rsp + 352]                   ; reload
     vpxor        xmm5, xmm6, xmm5
     vmovdqu      [rdi], xmm5
-    vmovdqa      xmm5, [rsp + 384]                   ; reload
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
     vmovdqu      [rdi + 16], xmm5
-    vmovdqa      xmm5, [rsp + 448]                   ; reload
+    vmovdqa      xmm5, [rsp + 480]                   ; reload
     vmovdqu      [rdi + 32], xmm5
     vmovq        qword [rdi + 48], xmm3
     vmovdqa      xmm3, [rsp + 992]                   ; reload
@@ -7887,12 +7871,12 @@ kg_gf2m409_ladder_step_avx2:
     vpsllq       xmm6, xmm5, 23
     vpand        xmm3, xmm3, [rax - 128]
     vpunpcklqdq  xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp + 480]                   ; reload
+    vmovdqa      xmm6, [rsp + 448]                   ; reload
     vpxor        xmm5, xmm6, xmm5
     vmovdqu      [rdi + 56], xmm5
-    vmovdqa      xmm5, [rsp + 352]                   ; reload
+    vmovdqa      xmm5, [rsp + 288]                   ; reload
     vmovdqu      [rdi + 72], xmm5
-    vmovdqa      xmm5, [rsp + 416]                   ; reload
+    vmovdqa      xmm5, [rsp + 384]                   ; reload
     vmovdqu      [rdi + 88], xmm5
     vmovq        qword [rdi + 104], xmm3
     vpsrlq       xmm3, xmm2, 25
@@ -7909,7 +7893,7 @@ kg_gf2m409_ladder_step_avx2:
     vpsllq       xmm2, xmm1, 23
     vpand        xmm0, xmm0, [rax - 128]
     vpunpcklqdq  xmm1, xmm1, xmm2
-    vmovdqa      xmm2, [rsp + 320]                   ; reload
+    vmovdqa      xmm2, [rsp + 256]                   ; reload
     vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi + 168], xmm1
     vmovdqa      xmm1, [rsp + 960]                   ; reload

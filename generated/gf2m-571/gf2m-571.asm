@@ -5178,31 +5178,30 @@ kg_gf2m571_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_freeze_avx2.end - kg_gf2m571_freeze_avx2)
 align 32
 kg_gf2m571_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovq        xmm4, qword [rsi + 64]
-    vpsrlq       xmm5, xmm4, 59
-    vpsllq       xmm6, xmm5, 10
-    vpsllq       xmm7, xmm5, 5
-    vpsllq       xmm8, xmm5, 2
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm6, xmm5
-    vpxor        xmm0, xmm0, xmm5
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovdqu      [rdi + 48], xmm3
-    vmovq        qword [rdi + 64], xmm4
+    vmovdqu      xmm0, [rsi + 16]
+    vmovdqu      xmm1, [rsi + 32]
+    vmovdqu      xmm2, [rsi + 48]
+    vmovq        xmm3, qword [rsi + 64]
+    vpsrlq       xmm4, xmm3, 59
+    vpsllq       xmm5, xmm4, 10
+    vpsllq       xmm6, xmm4, 5
+    vpsllq       xmm7, xmm4, 2
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm4, xmm4, [rsi]
+    vmovdqu      [rdi], xmm4
+    vmovdqu      [rdi + 16], xmm0
+    vmovdqu      [rdi + 32], xmm1
+    vmovdqu      [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm3
     ret
 .end:
 
@@ -5215,7 +5214,7 @@ kg_gf2m571_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-13}, flags
+;   clobbers: ymm{0-10}, flags
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -5227,58 +5226,53 @@ global kg_gf2m571_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_avx
 align 32
 kg_gf2m571_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      xmm13, [rel gf2m_g_84a0]            ; held in a register: read 9 times
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovdqu      xmm4, [rsi + 64]
-    vmovdqu      xmm5, [rsi + 80]
-    vmovdqu      xmm6, [rsi + 96]
-    vmovdqu      xmm7, [rsi + 112]
-    vmovdqu      xmm8, [rsi + 128]
-    vpclmulqdq   xmm9, xmm8, xmm13, 0
-    vpclmulqdq   xmm8, xmm8, xmm13, 1
-    vpclmulqdq   xmm10, xmm7, xmm13, 0
-    vpclmulqdq   xmm7, xmm7, xmm13, 1
-    vpclmulqdq   xmm11, xmm6, xmm13, 0
-    vpclmulqdq   xmm6, xmm6, xmm13, 1
-    vpclmulqdq   xmm12, xmm5, xmm13, 0
-    vpclmulqdq   xmm5, xmm5, xmm13, 1
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm9, 8
-    vpxor        xmm8, xmm8, xmm4
+    vmovdqu      xmm10, [rel gf2m_g_84a0]            ; held in a register: read 9 times
+    vmovdqu      xmm0, [rsi + 80]
+    vmovdqu      xmm1, [rsi + 96]
+    vmovdqu      xmm2, [rsi + 112]
+    vmovdqu      xmm3, [rsi + 128]
+    vpclmulqdq   xmm4, xmm3, xmm10, 0
+    vpclmulqdq   xmm3, xmm3, xmm10, 1
+    vpclmulqdq   xmm5, xmm2, xmm10, 0
+    vpclmulqdq   xmm2, xmm2, xmm10, 1
+    vpclmulqdq   xmm6, xmm1, xmm10, 0
+    vpclmulqdq   xmm1, xmm1, xmm10, 1
+    vpclmulqdq   xmm7, xmm0, xmm10, 0
+    vpclmulqdq   xmm0, xmm0, xmm10, 1
+    vpxor        xmm3, xmm3, [rsi + 64]
+    vpsrldq      xmm8, xmm4, 8
+    vpxor        xmm8, xmm8, xmm3
     vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm12, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpalignr     xmm5, xmm10, xmm11, 8
+    vpclmulqdq   xmm8, xmm8, xmm10, 0
+    vpxor        xmm8, xmm8, [rsi]
+    vpxor        xmm0, xmm0, [rsi + 16]
+    vpxor        xmm1, xmm1, [rsi + 32]
+    vpxor        xmm2, xmm2, [rsi + 48]
+    vpslldq      xmm9, xmm7, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm7, xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm7
+    vpalignr     xmm6, xmm5, xmm6, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm5, xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm9, xmm10, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm5, xmm4, 59
-    vpsllq       xmm6, xmm5, 10
-    vpsllq       xmm7, xmm5, 5
-    vpsllq       xmm8, xmm5, 2
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm6, xmm5
-    vpxor        xmm0, xmm0, xmm5
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm2
-    vmovdqu      [rdi + 48], xmm3
-    vmovq        qword [rdi + 64], xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 59
+    vpsllq       xmm5, xmm4, 10
+    vpsllq       xmm6, xmm4, 5
+    vpsllq       xmm7, xmm4, 2
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm4, xmm8, xmm4
+    vmovdqu      [rdi], xmm4
+    vmovdqu      [rdi + 16], xmm0
+    vmovdqu      [rdi + 32], xmm1
+    vmovdqu      [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm3
     ret
 .end:
 
@@ -8176,391 +8170,371 @@ kg_gf2m571_ladder_step_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 1792
-    vmovdqu      xmm0, [rsi]
-    vmovdqu      xmm1, [rsi + 16]
-    vmovdqu      xmm2, [rsi + 32]
-    vmovdqu      xmm3, [rsi + 48]
-    vmovq        xmm4, qword [rsi + 64]
-    vmovdqu      xmm5, [rsi + 72]
-    vmovdqu      xmm6, [rsi + 88]
-    vmovdqu      xmm7, [rsi + 104]
-    vmovdqu      xmm8, [rsi + 120]
-    vmovq        xmm9, qword [rsi + 136]
-    vmovdqu      xmm10, [rsi + 144]
-    vmovdqu      xmm11, [rsi + 160]
-    vmovdqu      xmm12, [rsi + 176]
-    vmovdqu      xmm13, [rsi + 192]
-    vmovq        xmm14, qword [rsi + 208]
-    vmovdqu      xmm15, [rsi + 216]
-    vmovdqa      [rsp], xmm9                         ; spill
-    vmovdqu      xmm9, [rsi + 232]
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vmovdqu      xmm8, [rsi + 248]
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vmovdqu      xmm7, [rsi + 264]
-    vmovdqa      [rsp + 96], xmm7                    ; spill
-    vmovq        xmm7, qword [rsi + 280]
-    vmovdqa      [rsp + 128], xmm7                   ; spill
-    vmovdqu      xmm7, [rdx]
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vmovdqu      xmm7, [rdx + 16]
-    vmovdqa      [rsp + 192], xmm7                   ; spill
-    vmovdqu      xmm7, [rdx + 32]
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vmovdqu      xmm7, [rdx + 48]
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vmovq        xmm7, qword [rdx + 64]
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx]
-    vmovdqa      [rsp + 320], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx + 16]
-    vmovdqa      [rsp + 352], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx + 32]
-    vmovdqa      [rsp + 384], xmm7                   ; spill
-    vmovdqu      xmm7, [rcx + 48]
-    vmovdqa      [rsp + 416], xmm7                   ; spill
-    vmovq        xmm7, qword [rcx + 64]
-    vmovdqa      [rsp + 448], xmm7                   ; spill
-    vpbroadcastq xmm7, qword [r8]
-    vmovdqa      [rsp + 480], xmm8                   ; spill
-    vpxor        xmm8, xmm10, xmm0
-    vpand        xmm8, xmm8, xmm7
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm11, xmm1
-    vpand        xmm10, xmm10, xmm7
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm11, xmm12, xmm2
-    vpand        xmm11, xmm11, xmm7
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm11, xmm12, xmm11
-    vpxor        xmm12, xmm13, xmm3
-    vpand        xmm12, xmm12, xmm7
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm12, xmm13, xmm12
-    vpxor        xmm13, xmm14, xmm4
-    vpand        xmm13, xmm13, xmm7
+    vmovq        xmm0, qword [rsi + 64]
+    vmovq        xmm1, qword [rsi + 136]
+    vmovdqu      xmm2, [rsi + 144]
+    vmovdqu      xmm3, [rsi + 160]
+    vmovdqu      xmm4, [rsi + 176]
+    vmovdqu      xmm5, [rsi + 192]
+    vmovq        xmm6, qword [rsi + 208]
+    vmovdqu      xmm7, [rsi + 216]
+    vmovdqu      xmm8, [rsi + 232]
+    vmovdqu      xmm9, [rsi + 248]
+    vmovdqu      xmm10, [rsi + 264]
+    vmovq        xmm11, qword [rsi + 280]
+    vmovdqu      xmm12, [rdx]
+    vmovdqu      xmm13, [rdx + 16]
+    vmovdqu      xmm14, [rdx + 32]
+    vmovdqu      xmm15, [rdx + 48]
+    vmovdqa      [rsp], xmm15                        ; spill
+    vmovq        xmm15, qword [rdx + 64]
+    vmovdqa      [rsp + 32], xmm15                   ; spill
+    vmovdqu      xmm15, [rcx]
+    vmovdqa      [rsp + 64], xmm14                   ; spill
+    vmovdqu      xmm14, [rcx + 16]
+    vmovdqa      [rsp + 96], xmm13                   ; spill
+    vmovdqu      xmm13, [rcx + 32]
+    vmovdqa      [rsp + 128], xmm12                  ; spill
+    vmovdqu      xmm12, [rcx + 48]
+    vmovdqa      [rsp + 160], xmm12                  ; spill
+    vmovq        xmm12, qword [rcx + 64]
+    vmovdqa      [rsp + 192], xmm12                  ; spill
+    vpbroadcastq xmm12, qword [r8]
+    vmovdqa      [rsp + 224], xmm13                  ; spill
+    vpxor        xmm13, xmm2, [rsi]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 256], xmm14                  ; spill
+    vpxor        xmm14, xmm13, [rsi]
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm13, xmm3, [rsi + 16]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 288], xmm15                  ; spill
+    vpxor        xmm15, xmm13, [rsi + 16]
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm13, xmm4, [rsi + 32]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 320], xmm3                   ; spill
+    vpxor        xmm3, xmm13, [rsi + 32]
     vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm14, xmm15, xmm5
-    vpand        xmm14, xmm14, xmm7
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm14, xmm15, xmm14
-    vpxor        xmm15, xmm9, xmm6
-    vpand        xmm15, xmm15, xmm7
-    vpxor        xmm6, xmm15, xmm6
-    vpxor        xmm9, xmm9, xmm15
-    vmovdqa      xmm15, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 512], xmm13                  ; spill
-    vpxor        xmm13, xmm15, [rsp + 480]
-    vpand        xmm13, xmm13, xmm7
-    vpxor        xmm15, xmm15, xmm13
-    vmovdqa      [rsp + 64], xmm12                   ; spill
-    vmovdqa      xmm12, [rsp + 480]                  ; reload
-    vpxor        xmm12, xmm12, xmm13
-    vmovdqa      xmm13, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 480], xmm11                  ; spill
-    vpxor        xmm11, xmm13, [rsp + 96]
-    vpand        xmm11, xmm11, xmm7
-    vpxor        xmm13, xmm13, xmm11
-    vmovdqa      [rsp + 32], xmm13                   ; spill
-    vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 96], xmm15                   ; spill
-    vpxor        xmm15, xmm13, [rsp + 128]
-    vpand        xmm7, xmm15, xmm7
-    vpxor        xmm13, xmm13, xmm7
-    vmovdqa      xmm15, [rsp + 128]                  ; reload
-    vpxor        xmm7, xmm15, xmm7
-    vpclmulqdq   xmm15, xmm0, xmm14, 0
-    vmovdqa      [rsp + 128], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm0, xmm14, 17
-    vmovdqa      [rsp], xmm6                         ; spill
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vmovdqa      [rsp + 544], xmm10                  ; spill
-    vpshufd      xmm10, xmm14, 78
-    vpxor        xmm10, xmm14, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpxor        xmm6, xmm15, xmm6
+    vpxor        xmm13, xmm5, [rsi + 48]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 352], xmm4                   ; spill
+    vpxor        xmm4, xmm13, [rsi + 48]
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm13, xmm0, xmm6
+    vpand        xmm13, xmm13, xmm12
+    vpxor        xmm0, xmm13, xmm0
     vpxor        xmm6, xmm13, xmm6
-    vpclmulqdq   xmm10, xmm1, xmm9, 0
-    vmovdqa      [rsp + 576], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm9, 17
-    vmovdqa      [rsp + 608], xmm8                   ; spill
-    vpshufd      xmm8, xmm1, 78
-    vpxor        xmm8, xmm8, xmm1
-    vmovdqa      [rsp + 640], xmm4                   ; spill
-    vpshufd      xmm4, xmm9, 78
-    vpxor        xmm4, xmm9, xmm4
-    vmovdqa      [rsp + 672], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm8, xmm4, 0
-    vpxor        xmm7, xmm10, xmm7
-    vpxor        xmm7, xmm7, xmm5
-    vmovdqa      [rsp + 704], xmm3                   ; spill
-    vpxor        xmm3, xmm0, xmm1
-    vmovdqa      [rsp + 736], xmm11                  ; spill
-    vpxor        xmm11, xmm14, xmm9
-    vmovdqa      [rsp + 768], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm3, xmm11, 0
-    vmovdqa      [rsp + 800], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm3, xmm11, 17
-    vmovdqa      [rsp + 832], xmm1                   ; spill
-    vpshufd      xmm1, xmm3, 78
-    vpxor        xmm1, xmm3, xmm1
-    vpshufd      xmm3, xmm11, 78
-    vpxor        xmm3, xmm11, xmm3
-    vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm3, xmm13, xmm10
-    vpxor        xmm4, xmm15, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm8, xmm8, xmm5
-    vpxor        xmm3, xmm8, xmm3
-    vpclmulqdq   xmm8, xmm2, xmm12, 0
-    vpclmulqdq   xmm10, xmm2, xmm12, 17
-    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm13, xmm7, [rsi + 72]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 384], xmm6                   ; spill
+    vpxor        xmm6, xmm13, [rsi + 72]
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm13, xmm8, [rsi + 88]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 416], xmm5                   ; spill
+    vpxor        xmm5, xmm13, [rsi + 88]
+    vpxor        xmm8, xmm8, xmm13
+    vpxor        xmm13, xmm9, [rsi + 104]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 448], xmm5                   ; spill
+    vpxor        xmm5, xmm13, [rsi + 104]
+    vpxor        xmm9, xmm9, xmm13
+    vpxor        xmm13, xmm10, [rsi + 120]
+    vpand        xmm13, xmm13, xmm12
+    vmovdqa      [rsp + 480], xmm5                   ; spill
+    vpxor        xmm5, xmm13, [rsi + 120]
+    vpxor        xmm10, xmm10, xmm13
+    vpxor        xmm13, xmm11, xmm1
+    vpand        xmm12, xmm13, xmm12
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm11, xmm11, xmm12
+    vpclmulqdq   xmm12, xmm14, xmm7, 0
+    vpclmulqdq   xmm13, xmm14, xmm7, 17
+    vmovdqa      [rsp + 512], xmm1                   ; spill
+    vpshufd      xmm1, xmm14, 78
+    vpxor        xmm1, xmm14, xmm1
+    vmovdqa      [rsp + 544], xmm5                   ; spill
+    vpshufd      xmm5, xmm7, 78
+    vpxor        xmm5, xmm7, xmm5
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm1, xmm13, xmm1
+    vpclmulqdq   xmm5, xmm15, xmm8, 0
+    vmovdqa      [rsp + 576], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, xmm8, 17
+    vmovdqa      [rsp + 608], xmm6                   ; spill
+    vpshufd      xmm6, xmm15, 78
+    vpxor        xmm6, xmm15, xmm6
+    vmovdqa      [rsp + 640], xmm0                   ; spill
+    vpshufd      xmm0, xmm8, 78
+    vpxor        xmm0, xmm8, xmm0
+    vmovdqa      [rsp + 672], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm6, xmm0, 0
+    vpxor        xmm11, xmm11, xmm5
     vpxor        xmm11, xmm11, xmm2
-    vpshufd      xmm13, xmm12, 78
-    vpxor        xmm13, xmm12, xmm13
-    vmovdqa      [rsp + 864], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, xmm13, 0
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      [rsp + 896], xmm11                  ; spill
-    vpxor        xmm11, xmm0, xmm2
+    vmovdqa      [rsp + 704], xmm4                   ; spill
+    vpxor        xmm4, xmm14, xmm15
+    vmovdqa      [rsp + 736], xmm10                  ; spill
+    vpxor        xmm10, xmm8, xmm7
+    vmovdqa      [rsp + 768], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm4, xmm10, 0
+    vmovdqa      [rsp + 800], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm4, xmm10, 17
+    vmovdqa      [rsp + 832], xmm8                   ; spill
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm4, xmm8, xmm4
+    vpshufd      xmm8, xmm10, 78
+    vpxor        xmm8, xmm10, xmm8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpxor        xmm4, xmm4, xmm0
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm4, xmm1, xmm4
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm5, xmm6, xmm5
+    vpclmulqdq   xmm6, xmm3, xmm9, 0
+    vpclmulqdq   xmm8, xmm3, xmm9, 17
+    vpshufd      xmm10, xmm3, 78
+    vpxor        xmm10, xmm10, xmm3
+    vpshufd      xmm13, xmm9, 78
+    vpxor        xmm13, xmm9, xmm13
+    vmovdqa      [rsp + 864], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm10, xmm13, 0
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm4, xmm8, xmm4
+    vmovdqa      [rsp + 896], xmm10                  ; spill
+    vpxor        xmm10, xmm14, xmm3
     vmovdqa      [rsp + 928], xmm13                  ; spill
-    vpxor        xmm13, xmm14, xmm12
-    vmovdqa      [rsp + 960], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm11, xmm13, 0
-    vmovdqa      [rsp + 992], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm11, xmm13, 17
-    vmovdqa      [rsp + 1024], xmm14                 ; spill
-    vpshufd      xmm14, xmm11, 78
-    vpxor        xmm14, xmm11, xmm14
-    vmovdqa      [rsp + 1056], xmm0                  ; spill
+    vpxor        xmm13, xmm9, xmm7
+    vmovdqa      [rsp + 960], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm10, xmm13, 0
+    vmovdqa      [rsp + 992], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm10, xmm13, 17
+    vmovdqa      [rsp + 1024], xmm7                  ; spill
+    vpshufd      xmm7, xmm10, 78
+    vpxor        xmm7, xmm10, xmm7
+    vmovdqa      [rsp + 1056], xmm14                 ; spill
+    vpshufd      xmm14, xmm13, 78
+    vpxor        xmm14, xmm13, xmm14
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpxor        xmm7, xmm7, xmm3
+    vpxor        xmm7, xmm9, xmm7
+    vpclmulqdq   xmm14, xmm15, [rsp + 832], 0
+    vmovdqa      [rsp + 1088], xmm0                  ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 832], 17
+    vmovdqa      [rsp + 1120], xmm1                  ; spill
+    vmovdqa      xmm1, [rsp + 800]                   ; reload
+    vpclmulqdq   xmm1, xmm1, [rsp + 768], 0
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm10, xmm10, xmm15
+    vpxor        xmm13, xmm13, [rsp + 832]
+    vmovdqa      [rsp + 768], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm10, xmm13, 0
+    vmovdqa      [rsp + 800], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm10, xmm13, 17
+    vmovdqa      [rsp + 1152], xmm2                  ; spill
+    vpshufd      xmm2, xmm10, 78
+    vpxor        xmm2, xmm10, xmm2
+    vpshufd      xmm10, xmm13, 78
+    vpxor        xmm10, xmm13, xmm10
+    vpclmulqdq   xmm2, xmm2, xmm10, 0
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm10, xmm15, xmm3
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm12, xmm12, xmm0
+    vpxor        xmm9, xmm12, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm11, xmm4
+    vmovdqa      xmm6, [rsp + 1152]                  ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vmovdqa      xmm8, [rsp + 800]                   ; reload
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vmovdqa      xmm11, [rsp + 1120]                 ; reload
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm12, [rsp + 1088]                 ; reload
+    vpxor        xmm10, xmm12, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm13, [rsp + 864]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm0, xmm6
+    vmovdqa      xmm4, [rsp + 704]                   ; reload
+    vpclmulqdq   xmm6, xmm4, [rsp + 736], 0
+    vpclmulqdq   xmm9, xmm4, [rsp + 736], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm14, xmm4
+    vpshufd      xmm15, [rsp + 736], 78
+    vmovdqa      [rsp + 1152], xmm7                  ; spill
+    vmovdqa      xmm7, [rsp + 736]                   ; reload
+    vpxor        xmm15, xmm15, xmm7
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm6
+    vpxor        xmm14, xmm14, xmm9
+    vmovdqa      xmm15, [rsp + 640]                  ; reload
+    vmovdqa      [rsp + 1184], xmm3                  ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 672], 0
+    vpxor        xmm13, xmm15, xmm4
+    vpxor        xmm12, xmm7, [rsp + 672]
+    vpclmulqdq   xmm11, xmm13, xmm12, 0
+    vpclmulqdq   xmm8, xmm13, xmm12, 17
+    vmovdqa      [rsp + 1216], xmm0                  ; spill
     vpshufd      xmm0, xmm13, 78
     vpxor        xmm0, xmm13, xmm0
-    vpclmulqdq   xmm0, xmm14, xmm0, 0
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm12, xmm0
-    vmovdqa      xmm14, [rsp + 832]                  ; reload
-    vmovdqa      [rsp + 1088], xmm4                  ; spill
-    vpclmulqdq   xmm4, xmm14, xmm9, 0
-    vmovdqa      [rsp + 1120], xmm6                  ; spill
-    vpclmulqdq   xmm6, xmm14, xmm9, 17
-    vmovdqa      [rsp + 1152], xmm15                 ; spill
-    vmovdqa      xmm15, [rsp + 800]                  ; reload
-    vpclmulqdq   xmm15, xmm15, [rsp + 768], 0
-    vpxor        xmm15, xmm15, xmm4
-    vpxor        xmm15, xmm15, xmm6
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm13, xmm13, xmm9
-    vmovdqa      [rsp + 768], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm11, xmm13, 0
-    vpclmulqdq   xmm14, xmm11, xmm13, 17
-    vmovdqa      [rsp + 800], xmm5                   ; spill
-    vpshufd      xmm5, xmm11, 78
-    vpxor        xmm5, xmm11, xmm5
-    vpshufd      xmm11, xmm13, 78
-    vpxor        xmm11, xmm13, xmm11
-    vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm4, xmm12, xmm4
-    vpxor        xmm9, xmm9, xmm2
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm5, xmm0, xmm5
-    vpxor        xmm5, xmm15, xmm5
-    vpxor        xmm11, xmm14, xmm6
-    vpxor        xmm4, xmm11, xmm4
+    vpshufd      xmm13, xmm12, 78
+    vpxor        xmm12, xmm12, xmm13
+    vpclmulqdq   xmm0, xmm0, xmm12, 0
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm9, xmm11, xmm6
+    vpxor        xmm9, xmm9, xmm3
+    vpxor        xmm0, xmm14, xmm0
     vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm1, xmm7, xmm1
-    vmovdqa      xmm7, [rsp + 800]                   ; reload
-    vpxor        xmm7, xmm10, xmm7
-    vmovdqa      xmm8, [rsp + 1152]                  ; reload
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vmovdqa      xmm10, [rsp + 1120]                 ; reload
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm0, xmm0, xmm1
-    vmovdqa      xmm11, [rsp + 1088]                 ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm12, [rsp + 864]                  ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm4, xmm6, xmm7
-    vmovdqa      xmm6, [rsp + 704]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 736], 0
-    vpclmulqdq   xmm13, xmm6, [rsp + 736], 17
-    vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm15, [rsp + 736], 78
-    vmovdqa      [rsp + 800], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 736]                   ; reload
-    vpxor        xmm15, xmm15, xmm0
-    vpclmulqdq   xmm14, xmm14, xmm15, 0
-    vpxor        xmm14, xmm14, xmm7
-    vpxor        xmm14, xmm14, xmm13
-    vmovdqa      xmm15, [rsp + 640]                  ; reload
-    vmovdqa      [rsp + 1184], xmm2                  ; spill
-    vpclmulqdq   xmm2, xmm15, [rsp + 672], 0
-    vpxor        xmm12, xmm15, xmm6
-    vpxor        xmm11, xmm0, [rsp + 672]
-    vpclmulqdq   xmm10, xmm12, xmm11, 0
-    vpclmulqdq   xmm8, xmm12, xmm11, 17
-    vmovdqa      [rsp + 1216], xmm4                  ; spill
-    vpshufd      xmm4, xmm12, 78
-    vpxor        xmm4, xmm12, xmm4
-    vpshufd      xmm12, xmm11, 78
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm4, xmm4, xmm11, 0
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm10, xmm10, xmm7
-    vpxor        xmm10, xmm10, xmm2
-    vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm2, xmm8, xmm2
     vmovdqa      xmm8, [rsp + 1056]                  ; reload
-    vpxor        xmm11, xmm8, xmm6
-    vmovdqa      xmm12, [rsp + 832]                  ; reload
+    vpxor        xmm11, xmm8, xmm4
+    vmovdqa      xmm12, [rsp + 768]                  ; reload
     vpxor        xmm13, xmm12, xmm15
     vmovdqa      xmm8, [rsp + 1024]                  ; reload
-    vpxor        xmm0, xmm8, xmm0
-    vmovdqa      xmm8, [rsp + 768]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vmovdqa      xmm8, [rsp + 832]                   ; reload
     vpxor        xmm8, xmm8, [rsp + 672]
-    vpclmulqdq   xmm12, xmm11, xmm0, 0
-    vpclmulqdq   xmm6, xmm11, xmm0, 17
+    vpclmulqdq   xmm12, xmm11, xmm7, 0
+    vpclmulqdq   xmm4, xmm11, xmm7, 17
     vpshufd      xmm15, xmm11, 78
     vpxor        xmm15, xmm11, xmm15
-    vmovdqa      [rsp + 672], xmm2                   ; spill
-    vpshufd      xmm2, xmm0, 78
-    vpxor        xmm2, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm15, xmm2, 0
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm6
+    vmovdqa      [rsp + 672], xmm3                   ; spill
+    vpshufd      xmm3, xmm7, 78
+    vpxor        xmm3, xmm7, xmm3
+    vpclmulqdq   xmm3, xmm15, xmm3, 0
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm15, xmm13, xmm8, 0
-    vmovdqa      [rsp + 768], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm13, xmm8, 17
-    vmovdqa      [rsp + 736], xmm4                   ; spill
-    vpshufd      xmm4, xmm13, 78
-    vpxor        xmm4, xmm13, xmm4
-    vmovdqa      [rsp + 1024], xmm3                  ; spill
-    vpshufd      xmm3, xmm8, 78
-    vpxor        xmm3, xmm8, xmm3
-    vmovdqa      [rsp + 1248], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm10, xmm10, xmm1
-    vmovdqa      [rsp + 1280], xmm5                  ; spill
-    vpxor        xmm5, xmm11, xmm13
+    vmovdqa      [rsp + 832], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm13, xmm8, 17
+    vmovdqa      [rsp + 736], xmm1                   ; spill
+    vpshufd      xmm1, xmm13, 78
+    vpxor        xmm1, xmm13, xmm1
+    vmovdqa      [rsp + 1024], xmm5                  ; spill
+    vpshufd      xmm5, xmm8, 78
+    vpxor        xmm5, xmm8, xmm5
+    vmovdqa      [rsp + 1248], xmm9                  ; spill
+    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vpxor        xmm9, xmm9, xmm15
+    vpxor        xmm9, xmm9, xmm0
+    vmovdqa      [rsp + 1280], xmm2                  ; spill
+    vpxor        xmm2, xmm11, xmm13
     vmovdqa      [rsp + 1312], xmm14                 ; spill
-    vpxor        xmm14, xmm8, xmm0
-    vmovdqa      [rsp + 1344], xmm7                  ; spill
-    vpclmulqdq   xmm7, xmm5, xmm14, 0
-    vmovdqa      [rsp + 1376], xmm9                  ; spill
-    vpclmulqdq   xmm9, xmm5, xmm14, 17
-    vmovdqa      [rsp + 1408], xmm3                  ; spill
-    vpshufd      xmm3, xmm5, 78
-    vpxor        xmm3, xmm5, xmm3
-    vpshufd      xmm5, xmm14, 78
-    vpxor        xmm5, xmm14, xmm5
-    vpclmulqdq   xmm3, xmm3, xmm5, 0
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm5, xmm15, xmm6
-    vpxor        xmm6, xmm12, xmm7
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm3, xmm2, xmm3
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm7, xmm9, xmm1
-    vpxor        xmm5, xmm7, xmm5
-    vmovdqa      xmm7, [rsp + 960]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 992], 0
-    vpclmulqdq   xmm14, xmm7, [rsp + 992], 17
+    vpxor        xmm14, xmm8, xmm7
+    vmovdqa      [rsp + 1344], xmm6                  ; spill
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vmovdqa      [rsp + 1376], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm2, xmm14, 17
+    vmovdqa      [rsp + 1408], xmm1                  ; spill
+    vpshufd      xmm1, xmm2, 78
+    vpxor        xmm1, xmm2, xmm1
+    vpshufd      xmm2, xmm14, 78
+    vpxor        xmm2, xmm14, xmm2
+    vpclmulqdq   xmm1, xmm1, xmm2, 0
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm15, xmm4
+    vpxor        xmm4, xmm12, xmm6
+    vpxor        xmm4, xmm4, xmm2
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm6, xmm10, xmm0
+    vpxor        xmm2, xmm6, xmm2
+    vmovdqa      xmm6, [rsp + 960]                   ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp + 992], 0
+    vpclmulqdq   xmm14, xmm6, [rsp + 992], 17
     vmovdqa      xmm15, [rsp + 896]                  ; reload
     vpclmulqdq   xmm15, xmm15, [rsp + 928], 0
-    vpxor        xmm15, xmm15, xmm9
+    vpxor        xmm15, xmm15, xmm10
     vpxor        xmm15, xmm15, xmm14
-    vpxor        xmm11, xmm11, xmm7
-    vpxor        xmm0, xmm0, [rsp + 992]
-    vpclmulqdq   xmm7, xmm11, xmm0, 0
-    vmovdqa      [rsp + 992], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm11, xmm0, 17
-    vmovdqa      [rsp + 928], xmm6                   ; spill
-    vpshufd      xmm6, xmm11, 78
-    vpxor        xmm6, xmm11, xmm6
-    vmovdqa      [rsp + 896], xmm2                   ; spill
-    vpshufd      xmm2, xmm0, 78
-    vpxor        xmm2, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm6, xmm2, 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm6, xmm13, xmm8, 0
+    vpxor        xmm11, xmm11, xmm6
+    vpxor        xmm7, xmm7, [rsp + 992]
+    vpclmulqdq   xmm6, xmm11, xmm7, 0
+    vmovdqa      [rsp + 992], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm11, xmm7, 17
+    vmovdqa      [rsp + 928], xmm4                   ; spill
+    vpshufd      xmm4, xmm11, 78
+    vpxor        xmm4, xmm11, xmm4
+    vmovdqa      [rsp + 896], xmm3                   ; spill
+    vpshufd      xmm3, xmm7, 78
+    vpxor        xmm3, xmm7, xmm3
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm3, xmm3, xmm1
+    vpclmulqdq   xmm4, xmm13, xmm8, 0
     vmovdqa      [rsp + 1440], xmm12                 ; spill
     vpclmulqdq   xmm12, xmm13, xmm8, 17
-    vpclmulqdq   xmm4, xmm4, [rsp + 1408], 0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm4, xmm12, xmm4
-    vpxor        xmm11, xmm11, xmm13
-    vpxor        xmm0, xmm8, xmm0
-    vpclmulqdq   xmm8, xmm11, xmm0, 0
-    vpclmulqdq   xmm13, xmm11, xmm0, 17
-    vmovdqa      [rsp + 1408], xmm1                  ; spill
-    vpshufd      xmm1, xmm11, 78
-    vpxor        xmm1, xmm11, xmm1
-    vpshufd      xmm11, xmm0, 78
-    vpxor        xmm0, xmm11, xmm0
-    vpclmulqdq   xmm0, xmm1, xmm0, 0
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm1, xmm3, xmm6
-    vpxor        xmm3, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm0, xmm2, xmm0
+    vmovdqa      [rsp + 1472], xmm0                  ; spill
+    vmovdqa      xmm0, [rsp + 1408]                  ; reload
+    vpclmulqdq   xmm0, xmm0, xmm5, 0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm6, xmm13, xmm12
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm6, xmm10, xmm15
-    vmovdqa      xmm8, [rsp + 1408]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm5, xmm11, xmm13
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm8, xmm5, xmm7, 0
+    vpclmulqdq   xmm11, xmm5, xmm7, 17
+    vpshufd      xmm13, xmm5, 78
+    vpxor        xmm5, xmm13, xmm5
+    vpshufd      xmm13, xmm7, 78
+    vpxor        xmm7, xmm13, xmm7
+    vpclmulqdq   xmm5, xmm5, xmm7, 0
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm8, xmm6
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm5, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vpxor        xmm7, xmm11, xmm12
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm7, xmm9, xmm15
+    vmovdqa      xmm8, [rsp + 1472]                  ; reload
     vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 1440]                  ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm6, xmm6, xmm2
     vmovdqa      xmm10, [rsp + 896]                  ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm3, xmm3, xmm7
     vmovdqa      xmm11, [rsp + 928]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm4, xmm8, xmm4
     vmovdqa      xmm13, [rsp + 992]                  ; reload
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm5, xmm12, xmm8
-    vmovdqa      xmm6, [rsp + 1376]                  ; reload
-    vpxor        xmm6, xmm6, [rsp + 1344]
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm2, xmm12, xmm8
+    vmovdqa      xmm7, [rsp + 1376]                  ; reload
+    vpxor        xmm7, xmm7, [rsp + 1344]
     vmovdqa      xmm8, [rsp + 1280]                  ; reload
     vpxor        xmm8, xmm8, [rsp + 1312]
     vmovdqa      xmm12, [rsp + 1024]                 ; reload
     vpxor        xmm12, xmm12, [rsp + 1248]
-    vmovdqa      xmm14, [rsp + 768]                  ; reload
-    vpxor        xmm14, xmm14, [rsp + 736]
+    vmovdqa      xmm14, [rsp + 736]                  ; reload
+    vpxor        xmm14, xmm14, [rsp + 832]
     vmovdqa      xmm15, [rsp + 1216]                 ; reload
     vpxor        xmm15, xmm15, [rsp + 672]
-    vmovdqa      [rsp + 672], xmm5                   ; spill
-    vmovdqa      xmm5, [rsp + 1152]                  ; reload
-    vpxor        xmm9, xmm9, xmm5
-    vpxor        xmm9, xmm9, xmm6
+    vmovdqa      [rsp + 672], xmm2                   ; spill
+    vmovdqa      xmm2, [rsp + 800]                   ; reload
+    vpxor        xmm9, xmm9, xmm2
+    vpxor        xmm9, xmm9, xmm7
     vmovdqa      [rsp + 1440], xmm9                  ; spill
     vmovdqa      xmm9, [rsp + 1120]                  ; reload
     vpxor        xmm10, xmm9, xmm10
@@ -8575,134 +8549,1000 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm13, xmm13, xmm14
     vmovdqa      [rsp + 992], xmm13                  ; spill
     vmovdqa      xmm13, [rsp + 1184]                 ; reload
-    vpxor        xmm7, xmm13, xmm7
-    vpxor        xmm7, xmm15, xmm7
-    vmovdqa      [rsp + 1216], xmm7                  ; spill
-    vmovdqa      xmm7, [rsp + 800]                   ; reload
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm4, xmm14, xmm4
-    vmovdqa      xmm6, [rsp + 672]                   ; reload
+    vpxor        xmm6, xmm13, xmm6
     vpxor        xmm6, xmm15, xmm6
-    vpslldq      xmm8, xmm9, 8
+    vmovdqa      [rsp + 1216], xmm6                  ; spill
+    vmovdqa      xmm6, [rsp + 1152]                  ; reload
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm4, xmm4, xmm7
     vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm0, xmm14, xmm0
+    vmovdqa      xmm7, [rsp + 672]                   ; reload
+    vpxor        xmm7, xmm15, xmm7
+    vpslldq      xmm8, xmm9, 8
+    vpxor        xmm2, xmm8, xmm2
     vpalignr     xmm8, xmm11, xmm9, 8
     vpxor        xmm8, xmm10, xmm8
-    vpalignr     xmm9, xmm7, xmm11, 8
+    vpalignr     xmm9, xmm6, xmm11, 8
     vpxor        xmm9, xmm13, xmm9
     vmovdqa      xmm10, [rsp + 896]                  ; reload
-    vpalignr     xmm7, xmm10, xmm7, 8
+    vpalignr     xmm6, xmm10, xmm6, 8
     vmovdqa      xmm11, [rsp + 1440]                 ; reload
-    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm6, xmm11, xmm6
     vmovdqa      xmm11, [rsp + 992]                  ; reload
     vpalignr     xmm10, xmm11, xmm10, 8
     vmovdqa      xmm12, [rsp + 928]                  ; reload
     vpxor        xmm10, xmm12, xmm10
-    vpalignr     xmm11, xmm2, xmm11, 8
+    vpalignr     xmm11, xmm3, xmm11, 8
     vmovdqa      xmm12, [rsp + 1216]                 ; reload
     vpxor        xmm11, xmm12, xmm11
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm0, xmm4, xmm0, 8
+    vpalignr     xmm3, xmm5, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm0, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm7, xmm0
+    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
+    vpclmulqdq   xmm4, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpclmulqdq   xmm5, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpclmulqdq   xmm7, xmm3, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
+    vpclmulqdq   xmm12, xmm11, [rax - 128], 0
+    vpclmulqdq   xmm11, xmm11, [rax - 128], 1
+    vpxor        xmm0, xmm10, xmm0
+    vpsrldq      xmm10, xmm4, 8
+    vpxor        xmm10, xmm10, xmm0
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 0
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm8, xmm8, xmm11
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm1, xmm6, xmm1
+    vpslldq      xmm6, xmm12, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm7, xmm12, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpalignr     xmm7, xmm5, xmm7, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm0, xmm0, [rax - 128]
+    vmovdqa      xmm4, [rsp + 576]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 608], 0
+    vpclmulqdq   xmm7, xmm4, [rsp + 608], 17
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm8, xmm8, xmm4
+    vpshufd      xmm9, [rsp + 608], 78
+    vmovdqa      xmm10, [rsp + 608]                  ; reload
+    vpxor        xmm9, xmm10, xmm9
+    vpclmulqdq   xmm8, xmm8, xmm9, 0
+    vpxor        xmm8, xmm8, xmm5
+    vpxor        xmm8, xmm8, xmm7
+    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 448], 0
+    vpclmulqdq   xmm12, xmm9, [rsp + 448], 17
+    vpshufd      xmm13, xmm9, 78
+    vpxor        xmm13, xmm9, xmm13
+    vpshufd      xmm14, [rsp + 448], 78
+    vmovdqa      xmm15, [rsp + 448]                  ; reload
+    vpxor        xmm14, xmm15, xmm14
+    vmovdqa      [rsp + 1216], xmm0                  ; spill
+    vpclmulqdq   xmm0, xmm13, xmm14, 0
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm12, xmm0
+    vmovdqa      [rsp + 992], xmm1                   ; spill
+    vpxor        xmm1, xmm9, xmm4
+    vmovdqa      [rsp + 928], xmm3                   ; spill
+    vpxor        xmm3, xmm10, xmm15
+    vmovdqa      [rsp + 896], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vmovdqa      [rsp + 1440], xmm2                  ; spill
+    vpclmulqdq   xmm2, xmm1, xmm3, 17
+    vmovdqa      [rsp + 1152], xmm13                 ; spill
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm1, xmm13, xmm1
+    vpshufd      xmm13, xmm3, 78
+    vpxor        xmm3, xmm13, xmm3
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm3, xmm11, xmm7
+    vpxor        xmm6, xmm5, xmm6
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqa      xmm3, [rsp + 352]                   ; reload
+    vpclmulqdq   xmm7, xmm3, [rsp + 480], 0
+    vpclmulqdq   xmm11, xmm3, [rsp + 480], 17
+    vpshufd      xmm13, xmm3, 78
+    vpxor        xmm13, xmm13, xmm3
+    vmovdqa      [rsp + 1184], xmm1                  ; spill
+    vpshufd      xmm1, [rsp + 480], 78
+    vmovdqa      [rsp + 864], xmm6                   ; spill
+    vmovdqa      xmm6, [rsp + 480]                   ; reload
+    vpxor        xmm1, xmm6, xmm1
+    vmovdqa      [rsp + 1088], xmm8                  ; spill
+    vpclmulqdq   xmm8, xmm13, xmm1, 0
+    vpxor        xmm8, xmm8, xmm7
+    vpxor        xmm8, xmm8, xmm11
+    vmovdqa      [rsp + 1120], xmm1                  ; spill
+    vpxor        xmm1, xmm4, xmm3
+    vmovdqa      [rsp + 800], xmm13                  ; spill
+    vpxor        xmm13, xmm10, xmm6
+    vpclmulqdq   xmm3, xmm1, xmm13, 0
+    vpclmulqdq   xmm6, xmm1, xmm13, 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm10, xmm1
+    vpshufd      xmm4, xmm13, 78
+    vpxor        xmm4, xmm13, xmm4
+    vpclmulqdq   xmm4, xmm10, xmm4, 0
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm10, xmm9, xmm15, 0
+    vmovdqa      [rsp + 672], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm9, xmm15, 17
+    vmovdqa      [rsp + 832], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 1152]                 ; reload
+    vpclmulqdq   xmm11, xmm11, xmm14, 0
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm11, xmm11, xmm5
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm13, xmm13, xmm15
+    vpclmulqdq   xmm14, xmm1, xmm13, 0
+    vpclmulqdq   xmm15, xmm1, xmm13, 17
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm1, xmm9, xmm1
+    vpshufd      xmm9, xmm13, 78
+    vpxor        xmm9, xmm13, xmm9
+    vpclmulqdq   xmm1, xmm1, xmm9, 0
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm9, xmm14, xmm3
+    vpxor        xmm9, xmm9, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm10, xmm15, xmm5
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm7, xmm12, [rsp + 832]
+    vmovdqa      xmm8, [rsp + 672]                   ; reload
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vmovdqa      xmm10, [rsp + 1088]                 ; reload
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm4, xmm4, xmm0
+    vmovdqa      xmm12, [rsp + 864]                  ; reload
+    vpxor        xmm9, xmm12, xmm9
+    vpxor        xmm9, xmm9, xmm7
+    vmovdqa      xmm13, [rsp + 1184]                 ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm6, [rsp + 416]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 544], 0
+    vpclmulqdq   xmm11, xmm6, [rsp + 544], 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm14, xmm6
+    vpshufd      xmm15, [rsp + 544], 78
+    vmovdqa      [rsp + 832], xmm4                   ; spill
+    vmovdqa      xmm4, [rsp + 544]                   ; reload
+    vpxor        xmm15, xmm15, xmm4
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm7
+    vpxor        xmm14, xmm14, xmm11
+    vmovdqa      xmm15, [rsp + 384]                  ; reload
+    vmovdqa      [rsp + 1152], xmm3                  ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 512], 0
+    vpxor        xmm13, xmm15, xmm6
+    vpxor        xmm12, xmm4, [rsp + 512]
+    vpclmulqdq   xmm10, xmm13, xmm12, 0
+    vpclmulqdq   xmm8, xmm13, xmm12, 17
+    vmovdqa      [rsp + 736], xmm5                   ; spill
+    vpshufd      xmm5, xmm13, 78
+    vpxor        xmm5, xmm13, xmm5
+    vpshufd      xmm13, xmm12, 78
+    vpxor        xmm12, xmm12, xmm13
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm5, xmm14, xmm5
+    vpxor        xmm3, xmm8, xmm3
+    vmovdqa      xmm8, [rsp + 576]                   ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vmovdqa      xmm8, [rsp + 320]                   ; reload
+    vpxor        xmm8, xmm8, xmm15
+    vmovdqa      xmm11, [rsp + 608]                  ; reload
+    vpxor        xmm12, xmm11, xmm4
+    vmovdqa      xmm13, [rsp + 448]                  ; reload
+    vpxor        xmm15, xmm13, [rsp + 512]
+    vpclmulqdq   xmm11, xmm6, xmm12, 0
+    vpclmulqdq   xmm13, xmm6, xmm12, 17
+    vpshufd      xmm4, xmm6, 78
+    vpxor        xmm4, xmm6, xmm4
+    vmovdqa      [rsp + 384], xmm3                   ; spill
+    vpshufd      xmm3, xmm12, 78
+    vpxor        xmm3, xmm12, xmm3
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm13, xmm3
+    vpclmulqdq   xmm4, xmm8, xmm15, 0
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm8, xmm15, 17
+    vmovdqa      [rsp + 416], xmm5                   ; spill
+    vpshufd      xmm5, xmm8, 78
+    vpxor        xmm5, xmm8, xmm5
+    vmovdqa      [rsp + 576], xmm2                   ; spill
+    vpshufd      xmm2, xmm15, 78
+    vpxor        xmm2, xmm15, xmm2
+    vmovdqa      [rsp + 1248], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
+    vpxor        xmm10, xmm10, xmm4
+    vpxor        xmm10, xmm10, xmm0
+    vmovdqa      [rsp + 1024], xmm1                  ; spill
+    vpxor        xmm1, xmm8, xmm6
+    vmovdqa      [rsp + 1312], xmm14                 ; spill
+    vpxor        xmm14, xmm12, xmm15
+    vmovdqa      [rsp + 1280], xmm7                  ; spill
+    vpclmulqdq   xmm7, xmm1, xmm14, 0
+    vmovdqa      [rsp + 1344], xmm9                  ; spill
+    vpclmulqdq   xmm9, xmm1, xmm14, 17
+    vmovdqa      [rsp + 1376], xmm2                  ; spill
+    vpshufd      xmm2, xmm1, 78
+    vpxor        xmm1, xmm1, xmm2
+    vpshufd      xmm2, xmm14, 78
+    vpxor        xmm2, xmm14, xmm2
+    vpclmulqdq   xmm1, xmm1, xmm2, 0
+    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm2, xmm13, xmm4
+    vpxor        xmm4, xmm11, xmm7
+    vpxor        xmm4, xmm4, xmm2
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm7, xmm9, xmm0
+    vpxor        xmm2, xmm7, xmm2
+    vmovdqa      xmm7, [rsp + 352]                   ; reload
+    vpclmulqdq   xmm9, xmm7, [rsp + 480], 0
+    vpclmulqdq   xmm13, xmm7, [rsp + 480], 17
+    vmovdqa      xmm14, [rsp + 800]                  ; reload
+    vpclmulqdq   xmm14, xmm14, [rsp + 1120], 0
+    vpxor        xmm14, xmm14, xmm9
+    vpxor        xmm14, xmm14, xmm13
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm12, [rsp + 480]
+    vpclmulqdq   xmm12, xmm6, xmm7, 0
+    vmovdqa      [rsp + 352], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm6, xmm7, 17
+    vmovdqa      [rsp + 1120], xmm4                  ; spill
+    vpshufd      xmm4, xmm6, 78
+    vpxor        xmm4, xmm6, xmm4
+    vmovdqa      [rsp + 800], xmm3                   ; spill
+    vpshufd      xmm3, xmm7, 78
+    vpxor        xmm3, xmm7, xmm3
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vpclmulqdq   xmm4, xmm8, xmm15, 0
+    vmovdqa      [rsp + 1472], xmm11                 ; spill
+    vpclmulqdq   xmm11, xmm8, xmm15, 17
+    vpclmulqdq   xmm5, xmm5, [rsp + 1376], 0
+    vpxor        xmm5, xmm5, xmm4
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm7, xmm15, xmm7
+    vpclmulqdq   xmm8, xmm6, xmm7, 0
+    vpclmulqdq   xmm15, xmm6, xmm7, 17
+    vmovdqa      [rsp + 1376], xmm0                  ; spill
+    vpshufd      xmm0, xmm6, 78
+    vpxor        xmm0, xmm6, xmm0
+    vpshufd      xmm6, xmm7, 78
+    vpxor        xmm6, xmm7, xmm6
+    vpclmulqdq   xmm0, xmm0, xmm6, 0
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm12, xmm8
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm6, xmm15, xmm11
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm6, xmm10, xmm14
+    vmovdqa      xmm7, [rsp + 1376]                  ; reload
+    vpxor        xmm7, xmm13, xmm7
+    vmovdqa      xmm8, [rsp + 1472]                  ; reload
+    vpxor        xmm9, xmm8, xmm12
+    vpxor        xmm9, xmm9, xmm2
+    vmovdqa      xmm10, [rsp + 800]                  ; reload
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm12, [rsp + 1120]                 ; reload
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vmovdqa      xmm13, [rsp + 352]                  ; reload
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm11, xmm7
+    vmovdqa      xmm6, [rsp + 1344]                  ; reload
+    vpxor        xmm6, xmm6, [rsp + 1280]
+    vmovdqa      xmm7, [rsp + 1024]                  ; reload
+    vpxor        xmm7, xmm7, [rsp + 1312]
+    vmovdqa      xmm11, [rsp + 576]                  ; reload
+    vpxor        xmm11, xmm11, [rsp + 1248]
+    vmovdqa      xmm14, [rsp + 320]                  ; reload
+    vpxor        xmm14, xmm14, [rsp + 416]
+    vmovdqa      xmm15, [rsp + 736]                  ; reload
+    vpxor        xmm15, xmm15, [rsp + 384]
+    vmovdqa      [rsp + 384], xmm5                   ; spill
+    vmovdqa      xmm5, [rsp + 672]                   ; reload
+    vpxor        xmm8, xmm8, xmm5
+    vpxor        xmm8, xmm8, xmm6
+    vmovdqa      [rsp + 1472], xmm8                  ; spill
+    vmovdqa      xmm8, [rsp + 1088]                  ; reload
+    vpxor        xmm10, xmm8, xmm10
+    vpxor        xmm10, xmm10, xmm7
+    vmovdqa      [rsp + 800], xmm10                  ; spill
+    vmovdqa      xmm10, [rsp + 864]                  ; reload
+    vpxor        xmm12, xmm10, xmm12
+    vpxor        xmm12, xmm12, xmm11
+    vmovdqa      [rsp + 1120], xmm12                 ; spill
+    vmovdqa      xmm12, [rsp + 1184]                 ; reload
+    vpxor        xmm13, xmm12, xmm13
+    vpxor        xmm13, xmm13, xmm14
+    vmovdqa      [rsp + 352], xmm13                  ; spill
+    vmovdqa      xmm13, [rsp + 1152]                 ; reload
+    vpxor        xmm9, xmm13, xmm9
+    vpxor        xmm9, xmm9, xmm15
+    vmovdqa      [rsp + 736], xmm9                   ; spill
+    vmovdqa      xmm9, [rsp + 832]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm2, xmm14, xmm2
+    vmovdqa      xmm6, [rsp + 384]                   ; reload
+    vpxor        xmm6, xmm15, xmm6
+    vpslldq      xmm7, xmm8, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm7, xmm12, xmm8, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpxor        xmm8, xmm13, xmm8
+    vmovdqa      xmm10, [rsp + 800]                  ; reload
+    vpalignr     xmm9, xmm10, xmm9, 8
+    vmovdqa      xmm11, [rsp + 1472]                 ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
+    vpalignr     xmm10, xmm11, xmm10, 8
+    vmovdqa      xmm12, [rsp + 1120]                 ; reload
+    vpxor        xmm10, xmm12, xmm10
+    vpalignr     xmm11, xmm3, xmm11, 8
+    vmovdqa      xmm12, [rsp + 736]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm2, 8
     vpxor        xmm1, xmm6, xmm1
     lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm4, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpclmulqdq   xmm6, xmm3, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
     vpclmulqdq   xmm12, xmm11, [rax - 128], 0
     vpclmulqdq   xmm11, xmm11, [rax - 128], 1
     vpxor        xmm1, xmm10, xmm1
-    vpsrldq      xmm10, xmm3, 8
+    vpsrldq      xmm10, xmm2, 8
     vpxor        xmm10, xmm10, xmm1
     vpsrldq      xmm10, xmm10, 8
     vpclmulqdq   xmm10, xmm10, [rax - 128], 0
     vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm12, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm6, xmm12, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm0, xmm9, xmm0
+    vpslldq      xmm8, xmm12, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm8, xmm6, xmm12, 8
     vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm6, xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm1, xmm1, [rax - 128]
-    vmovdqa      xmm3, [rsp + 608]                   ; reload
-    vpclmulqdq   xmm4, xmm3, [rsp + 576], 0
-    vpclmulqdq   xmm6, xmm3, [rsp + 576], 17
+    vmovdqa      xmm2, [rsp + 640]                   ; reload
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vmovdqa      xmm4, [rsp + 704]                   ; reload
+    vpclmulqdq   xmm6, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vmovdqa      xmm8, [rsp + 960]                   ; reload
+    vpclmulqdq   xmm9, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vmovdqa      xmm10, [rsp + 768]                  ; reload
+    vpclmulqdq   xmm11, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vmovdqa      xmm12, [rsp + 1056]                 ; reload
+    vpclmulqdq   xmm13, xmm12, xmm12, 17
+    vpclmulqdq   xmm12, xmm12, xmm12, 0
+    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
+    vpclmulqdq   xmm14, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpclmulqdq   xmm15, xmm6, [rax - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
+    vmovdqa      [rsp + 1056], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm4, [rax - 128], 0
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 1
+    vmovdqa      [rsp + 768], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm9, [rax - 128], 0
+    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
+    vpxor        xmm2, xmm8, xmm2
+    vpsrldq      xmm8, xmm14, 8
+    vpxor        xmm8, xmm8, xmm2
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, [rax - 128], 0
+    vpxor        xmm8, xmm12, xmm8
+    vpxor        xmm9, xmm13, xmm9
+    vpxor        xmm4, xmm10, xmm4
+    vpxor        xmm6, xmm11, xmm6
+    vpslldq      xmm10, xmm0, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm9, xmm0
+    vpalignr     xmm1, xmm15, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm14, xmm15, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpsrldq      xmm6, xmm14, 8
+    vpxor        xmm2, xmm2, xmm6
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm6, [rsp + 512]                   ; reload
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vmovdqa      xmm9, [rsp + 544]                   ; reload
+    vpclmulqdq   xmm10, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vmovdqa      xmm11, [rsp + 480]                  ; reload
+    vpclmulqdq   xmm12, xmm11, xmm11, 17
+    vpclmulqdq   xmm11, xmm11, xmm11, 0
+    vmovdqa      xmm13, [rsp + 448]                  ; reload
+    vpclmulqdq   xmm14, xmm13, xmm13, 17
+    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vmovdqa      xmm15, [rsp + 608]                  ; reload
+    vmovdqa      [rsp + 448], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, xmm15, 17
+    vpclmulqdq   xmm15, xmm15, xmm15, 0
+    vmovdqa      [rsp + 608], xmm4                   ; spill
+    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
+    vpclmulqdq   xmm4, xmm6, [rax - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
+    vmovdqa      [rsp + 480], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm10, [rax - 128], 0
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 1
+    vmovdqa      [rsp + 544], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm9, [rax - 128], 0
+    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
+    vmovdqa      [rsp + 512], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, [rax - 128], 0
+    vpclmulqdq   xmm12, xmm12, [rax - 128], 1
+    vpxor        xmm6, xmm11, xmm6
+    vpsrldq      xmm11, xmm4, 8
+    vpxor        xmm11, xmm11, xmm6
+    vpsrldq      xmm11, xmm11, 8
+    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
+    vpxor        xmm11, xmm15, xmm11
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm9, xmm13, xmm9
+    vpxor        xmm10, xmm14, xmm10
+    vpslldq      xmm12, xmm8, 8
+    vpxor        xmm11, xmm11, xmm12
+    vpalignr     xmm8, xmm0, xmm8, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm9, xmm0
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm10, xmm1
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm4, xmm6, xmm4
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm4, xmm4, [rax - 128]
+    vmovdqa      xmm6, [rsp + 1440]                  ; reload
+    vpxor        xmm8, xmm6, xmm5
+    vmovdqa      xmm9, [rsp + 896]                   ; reload
+    vpxor        xmm10, xmm9, xmm7
+    vmovdqa      xmm12, [rsp + 928]                  ; reload
+    vpxor        xmm13, xmm12, xmm3
+    vmovdqa      xmm14, [rsp + 992]                  ; reload
+    vpxor        xmm15, xmm14, [rsp + 768]
+    vmovdqa      xmm14, [rsp + 1216]                 ; reload
+    vmovdqa      [rsp + 960], xmm3                   ; spill
+    vpxor        xmm3, xmm14, [rsp + 1056]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm14, xmm15, xmm15, 17
+    vpclmulqdq   xmm15, xmm15, xmm15, 0
+    vpclmulqdq   xmm12, xmm13, xmm13, 17
+    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vmovdqa      [rsp + 704], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm9, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vmovdqa      [rsp + 640], xmm5                   ; spill
+    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
+    vpclmulqdq   xmm5, xmm3, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
+    vpclmulqdq   xmm6, xmm14, [rax - 128], 0
+    vpclmulqdq   xmm14, xmm14, [rax - 128], 1
+    vmovdqa      [rsp + 736], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm15, [rax - 128], 0
+    vpclmulqdq   xmm15, xmm15, [rax - 128], 1
+    vmovdqa      [rsp + 352], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm12, [rax - 128], 0
+    vpclmulqdq   xmm12, xmm12, [rax - 128], 1
+    vpxor        xmm3, xmm13, xmm3
+    vpsrldq      xmm13, xmm5, 8
+    vpxor        xmm13, xmm13, xmm3
+    vpsrldq      xmm13, xmm13, 8
+    vpclmulqdq   xmm13, xmm13, [rax - 128], 0
+    vpxor        xmm8, xmm8, xmm13
+    vpxor        xmm9, xmm9, xmm12
+    vpxor        xmm10, xmm10, xmm15
+    vpxor        xmm7, xmm14, xmm7
+    vpslldq      xmm12, xmm1, 8
+    vpxor        xmm8, xmm8, xmm12
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm9, xmm1
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpxor        xmm4, xmm10, xmm4
+    vpalignr     xmm6, xmm5, xmm6, 8
+    vpxor        xmm6, xmm7, xmm6
+    vpsrldq      xmm5, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm3, xmm3, [rax - 128]
+    vmovdqa      xmm5, [rsp + 512]                   ; reload
+    vpclmulqdq   xmm7, xmm5, xmm11, 0
+    vpclmulqdq   xmm9, xmm5, xmm11, 17
+    vpshufd      xmm10, xmm5, 78
+    vpxor        xmm10, xmm10, xmm5
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm12, xmm11, xmm12
+    vpclmulqdq   xmm10, xmm10, xmm12, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vmovdqa      xmm12, [rsp + 544]                  ; reload
+    vpclmulqdq   xmm13, xmm12, xmm2, 0
+    vpclmulqdq   xmm14, xmm12, xmm2, 17
+    vpshufd      xmm15, xmm12, 78
+    vpxor        xmm15, xmm12, xmm15
+    vmovdqa      [rsp + 1120], xmm3                  ; spill
+    vpshufd      xmm3, xmm2, 78
+    vpxor        xmm3, xmm2, xmm3
+    vmovdqa      [rsp + 800], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm15, xmm3, 0
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm6, xmm14, xmm6
+    vmovdqa      [rsp + 1472], xmm4                  ; spill
+    vpxor        xmm4, xmm12, xmm5
+    vmovdqa      [rsp + 832], xmm1                   ; spill
+    vpxor        xmm1, xmm11, xmm2
+    vmovdqa      [rsp + 1152], xmm8                  ; spill
+    vpclmulqdq   xmm8, xmm4, xmm1, 0
+    vmovdqa      [rsp + 1184], xmm3                  ; spill
+    vpclmulqdq   xmm3, xmm4, xmm1, 17
+    vmovdqa      [rsp + 864], xmm15                  ; spill
+    vpshufd      xmm15, xmm4, 78
+    vpxor        xmm4, xmm15, xmm4
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm1, xmm4, xmm1, 0
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm4, xmm9, xmm13
+    vpxor        xmm8, xmm8, xmm7
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 480]                   ; reload
+    vpclmulqdq   xmm9, xmm4, xmm0, 0
+    vpclmulqdq   xmm13, xmm4, xmm0, 17
+    vpshufd      xmm15, xmm4, 78
+    vpxor        xmm15, xmm15, xmm4
+    vmovdqa      [rsp + 1088], xmm1                  ; spill
+    vpshufd      xmm1, xmm0, 78
+    vpxor        xmm1, xmm0, xmm1
+    vmovdqa      [rsp + 672], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm15, xmm1, 0
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm8, xmm8, xmm13
+    vmovdqa      [rsp + 384], xmm1                   ; spill
+    vpxor        xmm1, xmm5, xmm4
+    vmovdqa      [rsp + 416], xmm15                  ; spill
+    vpxor        xmm15, xmm11, xmm0
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm1, xmm15, 0
+    vpclmulqdq   xmm4, xmm1, xmm15, 17
+    vmovdqa      [rsp + 1248], xmm11                 ; spill
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm11, xmm1
+    vpshufd      xmm5, xmm15, 78
+    vpxor        xmm5, xmm15, xmm5
+    vpclmulqdq   xmm5, xmm11, xmm5, 0
+    vpxor        xmm5, xmm5, xmm0
+    vpxor        xmm5, xmm5, xmm4
+    vpclmulqdq   xmm11, xmm12, xmm2, 0
+    vmovdqa      [rsp + 576], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm2, 17
+    vmovdqa      [rsp + 1312], xmm7                  ; spill
+    vmovdqa      xmm7, [rsp + 864]                   ; reload
+    vpclmulqdq   xmm7, xmm7, [rsp + 1184], 0
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm15, xmm15, xmm2
+    vmovdqa      [rsp + 1184], xmm2                  ; spill
+    vpclmulqdq   xmm2, xmm1, xmm15, 0
+    vpclmulqdq   xmm12, xmm1, xmm15, 17
+    vmovdqa      [rsp + 864], xmm13                  ; spill
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm1, xmm13, xmm1
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpclmulqdq   xmm1, xmm1, xmm13, 0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm2, xmm0, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm11, xmm12, xmm10
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm8, xmm14, [rsp + 864]
+    vmovdqa      xmm9, [rsp + 1312]                  ; reload
+    vpxor        xmm0, xmm9, xmm0
+    vpxor        xmm0, xmm0, xmm3
+    vmovdqa      xmm11, [rsp + 576]                  ; reload
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      xmm12, [rsp + 672]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm8, xmm2
+    vmovdqa      xmm13, [rsp + 1088]                 ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm7, xmm6
+    vpxor        xmm6, xmm10, xmm8
+    vmovdqa      xmm7, [rsp + 608]                   ; reload
+    vpclmulqdq   xmm8, xmm7, [rsp + 352], 0
+    vpclmulqdq   xmm10, xmm7, [rsp + 352], 17
+    vpshufd      xmm14, xmm7, 78
+    vpxor        xmm14, xmm14, xmm7
+    vpshufd      xmm15, [rsp + 352], 78
+    vmovdqa      [rsp + 864], xmm5                   ; spill
+    vmovdqa      xmm5, [rsp + 352]                   ; reload
+    vpxor        xmm15, xmm15, xmm5
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm8
+    vpxor        xmm14, xmm14, xmm10
+    vmovdqa      xmm15, [rsp + 448]                  ; reload
+    vmovdqa      [rsp + 1024], xmm0                  ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 736], 0
+    vpxor        xmm13, xmm15, xmm7
+    vpxor        xmm12, xmm5, [rsp + 736]
+    vpclmulqdq   xmm11, xmm13, xmm12, 0
+    vpclmulqdq   xmm9, xmm13, xmm12, 17
+    vmovdqa      [rsp + 1280], xmm6                  ; spill
+    vpshufd      xmm6, xmm13, 78
+    vpxor        xmm6, xmm13, xmm6
+    vpshufd      xmm13, xmm12, 78
+    vpxor        xmm12, xmm12, xmm13
+    vpclmulqdq   xmm6, xmm6, xmm12, 0
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm10, xmm8, xmm11
+    vpxor        xmm10, xmm10, xmm0
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm0, xmm9, xmm0
+    vmovdqa      xmm9, [rsp + 512]                   ; reload
+    vpxor        xmm11, xmm9, xmm7
+    vmovdqa      xmm12, [rsp + 544]                  ; reload
+    vpxor        xmm13, xmm12, xmm15
+    vmovdqa      xmm15, [rsp + 1248]                 ; reload
+    vpxor        xmm7, xmm15, xmm5
+    vmovdqa      xmm12, [rsp + 1184]                 ; reload
+    vpxor        xmm9, xmm12, [rsp + 736]
+    vpclmulqdq   xmm5, xmm11, xmm7, 0
+    vpclmulqdq   xmm12, xmm11, xmm7, 17
+    vpshufd      xmm15, xmm11, 78
+    vpxor        xmm15, xmm11, xmm15
+    vmovdqa      [rsp + 1344], xmm0                  ; spill
+    vpshufd      xmm0, xmm7, 78
+    vpxor        xmm0, xmm7, xmm0
+    vpclmulqdq   xmm0, xmm15, xmm0, 0
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm12, xmm0
+    vpclmulqdq   xmm15, xmm13, xmm9, 0
+    vmovdqa      [rsp + 1376], xmm4                  ; spill
+    vpclmulqdq   xmm4, xmm13, xmm9, 17
+    vmovdqa      [rsp + 1408], xmm6                  ; spill
+    vpshufd      xmm6, xmm13, 78
+    vpxor        xmm6, xmm13, xmm6
+    vmovdqa      [rsp + 1504], xmm3                  ; spill
+    vpshufd      xmm3, xmm9, 78
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      [rsp + 1536], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm6, xmm3, 0
+    vpxor        xmm10, xmm10, xmm15
+    vpxor        xmm10, xmm10, xmm4
+    vmovdqa      [rsp + 1568], xmm1                  ; spill
+    vpxor        xmm1, xmm11, xmm13
+    vmovdqa      [rsp + 1600], xmm14                 ; spill
+    vpxor        xmm14, xmm9, xmm7
+    vmovdqa      [rsp + 1632], xmm2                  ; spill
+    vpclmulqdq   xmm2, xmm1, xmm14, 0
+    vmovdqa      [rsp + 1664], xmm8                  ; spill
+    vpclmulqdq   xmm8, xmm1, xmm14, 17
+    vmovdqa      [rsp + 1696], xmm3                  ; spill
+    vpshufd      xmm3, xmm1, 78
+    vpxor        xmm1, xmm1, xmm3
+    vpshufd      xmm3, xmm14, 78
+    vpxor        xmm3, xmm14, xmm3
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm3, xmm12, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm3, xmm8, xmm3
+    vmovdqa      xmm8, [rsp + 480]                   ; reload
+    vpclmulqdq   xmm12, xmm8, [rsp + 320], 0
+    vpclmulqdq   xmm14, xmm8, [rsp + 320], 17
+    vmovdqa      xmm15, [rsp + 416]                  ; reload
+    vpclmulqdq   xmm15, xmm15, [rsp + 384], 0
+    vpxor        xmm15, xmm15, xmm12
+    vpxor        xmm15, xmm15, xmm14
+    vpxor        xmm11, xmm11, xmm8
+    vpxor        xmm7, xmm7, [rsp + 320]
+    vpclmulqdq   xmm8, xmm11, xmm7, 0
+    vmovdqa      [rsp + 384], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm11, xmm7, 17
+    vmovdqa      [rsp + 416], xmm2                   ; spill
+    vpshufd      xmm2, xmm11, 78
+    vpxor        xmm2, xmm11, xmm2
+    vmovdqa      [rsp + 1728], xmm0                  ; spill
+    vpshufd      xmm0, xmm7, 78
+    vpxor        xmm0, xmm7, xmm0
+    vpclmulqdq   xmm0, xmm2, xmm0, 0
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm2, xmm13, xmm9, 0
+    vmovdqa      [rsp + 1760], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm13, xmm9, 17
+    vpclmulqdq   xmm6, xmm6, [rsp + 1696], 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm5
+    vpxor        xmm11, xmm11, xmm13
+    vpxor        xmm7, xmm9, xmm7
+    vpclmulqdq   xmm9, xmm11, xmm7, 0
+    vpclmulqdq   xmm13, xmm11, xmm7, 17
+    vmovdqa      [rsp + 1696], xmm4                  ; spill
+    vpshufd      xmm4, xmm11, 78
+    vpxor        xmm4, xmm11, xmm4
+    vpshufd      xmm11, xmm7, 78
+    vpxor        xmm7, xmm11, xmm7
+    vpclmulqdq   xmm4, xmm4, xmm7, 0
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm9
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm4, xmm0, xmm4
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm7, xmm13, xmm5
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm7, xmm10, xmm15
+    vmovdqa      xmm9, [rsp + 1696]                  ; reload
+    vpxor        xmm9, xmm9, xmm14
+    vmovdqa      xmm10, [rsp + 1760]                 ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm3
+    vmovdqa      xmm11, [rsp + 1728]                 ; reload
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vmovdqa      xmm12, [rsp + 416]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm13, [rsp + 384]                  ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm5, xmm9, xmm5
+    vmovdqa      xmm6, [rsp + 1632]                  ; reload
+    vpxor        xmm6, xmm6, [rsp + 1664]
+    vmovdqa      xmm7, [rsp + 1568]                  ; reload
+    vpxor        xmm7, xmm7, [rsp + 1600]
+    vmovdqa      xmm9, [rsp + 1504]                  ; reload
+    vpxor        xmm9, xmm9, [rsp + 1536]
+    vmovdqa      xmm14, [rsp + 1376]                 ; reload
+    vpxor        xmm14, xmm14, [rsp + 1408]
+    vmovdqa      xmm15, [rsp + 1280]                 ; reload
+    vpxor        xmm15, xmm15, [rsp + 1344]
+    vmovdqa      [rsp + 1344], xmm5                  ; spill
+    vmovdqa      xmm5, [rsp + 1312]                  ; reload
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      [rsp + 1760], xmm10                 ; spill
+    vmovdqa      xmm10, [rsp + 576]                  ; reload
+    vpxor        xmm11, xmm10, xmm11
+    vpxor        xmm11, xmm11, xmm7
+    vmovdqa      [rsp + 1728], xmm11                 ; spill
+    vmovdqa      xmm11, [rsp + 672]                  ; reload
+    vpxor        xmm12, xmm11, xmm12
+    vpxor        xmm12, xmm12, xmm9
+    vmovdqa      [rsp + 416], xmm12                  ; spill
+    vmovdqa      xmm12, [rsp + 1088]                 ; reload
+    vpxor        xmm13, xmm12, xmm13
+    vpxor        xmm13, xmm13, xmm14
+    vmovdqa      [rsp + 384], xmm13                  ; spill
+    vmovdqa      xmm13, [rsp + 1024]                 ; reload
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm8, xmm8, xmm15
+    vmovdqa      [rsp + 1280], xmm8                  ; spill
+    vmovdqa      xmm8, [rsp + 864]                   ; reload
+    vpxor        xmm0, xmm8, xmm0
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm3, xmm14, xmm3
+    vmovdqa      xmm6, [rsp + 1344]                  ; reload
+    vpxor        xmm6, xmm15, xmm6
+    vpslldq      xmm7, xmm10, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpalignr     xmm7, xmm12, xmm10, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm9, xmm8, xmm12, 8
+    vpxor        xmm9, xmm13, xmm9
+    vmovdqa      xmm10, [rsp + 1728]                 ; reload
+    vpalignr     xmm8, xmm10, xmm8, 8
+    vmovdqa      xmm11, [rsp + 1760]                 ; reload
+    vpxor        xmm8, xmm11, xmm8
+    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vpalignr     xmm10, xmm11, xmm10, 8
+    vmovdqa      xmm12, [rsp + 416]                  ; reload
+    vpxor        xmm10, xmm12, xmm10
+    vpalignr     xmm11, xmm0, xmm11, 8
+    vmovdqa      xmm12, [rsp + 1280]                 ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm6, xmm2
+    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
+    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
+    vpclmulqdq   xmm4, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpclmulqdq   xmm6, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpclmulqdq   xmm12, xmm11, [rax - 128], 0
+    vpclmulqdq   xmm11, xmm11, [rax - 128], 1
+    vpxor        xmm2, xmm10, xmm2
+    vpsrldq      xmm10, xmm3, 8
+    vpxor        xmm10, xmm10, xmm2
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 0
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm0, xmm9, xmm0
+    vpxor        xmm1, xmm8, xmm1
+    vpslldq      xmm8, xmm12, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm8, xmm6, xmm12, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm6, xmm4, xmm6, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpand        xmm2, xmm2, [rax - 128]
+    vmovdqa      xmm3, [rsp + 288]                   ; reload
+    vpclmulqdq   xmm4, xmm3, [rsp + 1248], 0
+    vpclmulqdq   xmm6, xmm3, [rsp + 1248], 17
     vpshufd      xmm8, xmm3, 78
     vpxor        xmm8, xmm8, xmm3
-    vpshufd      xmm9, [rsp + 576], 78
-    vmovdqa      xmm10, [rsp + 576]                  ; reload
+    vpshufd      xmm9, [rsp + 1248], 78
+    vmovdqa      xmm10, [rsp + 1248]                 ; reload
     vpxor        xmm9, xmm10, xmm9
     vpclmulqdq   xmm8, xmm8, xmm9, 0
     vpxor        xmm8, xmm8, xmm4
     vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm9, [rsp + 544]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp], 0
-    vpclmulqdq   xmm12, xmm9, [rsp], 17
+    vmovdqa      xmm9, [rsp + 256]                   ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 1184], 0
+    vpclmulqdq   xmm12, xmm9, [rsp + 1184], 17
     vpshufd      xmm13, xmm9, 78
     vpxor        xmm13, xmm9, xmm13
-    vpshufd      xmm14, [rsp], 78
-    vmovdqa      xmm15, [rsp]                        ; reload
+    vpshufd      xmm14, [rsp + 1184], 78
+    vmovdqa      xmm15, [rsp + 1184]                 ; reload
     vpxor        xmm14, xmm15, xmm14
-    vmovdqa      [rsp + 1216], xmm1                  ; spill
+    vmovdqa      [rsp + 1280], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm13, xmm14, 0
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm12, xmm1
-    vmovdqa      [rsp + 992], xmm0                   ; spill
+    vmovdqa      [rsp + 384], xmm0                   ; spill
     vpxor        xmm0, xmm9, xmm3
-    vmovdqa      [rsp + 928], xmm2                   ; spill
-    vpxor        xmm2, xmm10, xmm15
-    vmovdqa      [rsp + 896], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm0, xmm2, 0
-    vmovdqa      [rsp + 1440], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm0, xmm2, 17
-    vmovdqa      [rsp + 800], xmm13                  ; spill
+    vmovdqa      [rsp + 416], xmm7                   ; spill
+    vpxor        xmm7, xmm10, xmm15
+    vmovdqa      [rsp + 1728], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm0, xmm7, 0
+    vmovdqa      [rsp + 1760], xmm2                  ; spill
+    vpclmulqdq   xmm2, xmm0, xmm7, 17
+    vmovdqa      [rsp + 864], xmm13                  ; spill
     vpshufd      xmm13, xmm0, 78
     vpxor        xmm0, xmm13, xmm0
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm2, xmm13, xmm2
-    vpclmulqdq   xmm0, xmm0, xmm2, 0
-    vpxor        xmm0, xmm0, xmm7
+    vpshufd      xmm13, xmm7, 78
+    vpxor        xmm7, xmm13, xmm7
+    vpclmulqdq   xmm0, xmm0, xmm7, 0
     vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm2, xmm11, xmm6
-    vpxor        xmm6, xmm4, xmm7
-    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm5, xmm4, xmm5
+    vpxor        xmm5, xmm5, xmm6
     vpxor        xmm0, xmm8, xmm0
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm2, xmm5, xmm2
-    vmovdqa      xmm5, [rsp + 480]                   ; reload
-    vpclmulqdq   xmm7, xmm5, [rsp + 96], 0
-    vpclmulqdq   xmm11, xmm5, [rsp + 96], 17
-    vpshufd      xmm13, xmm5, 78
-    vpxor        xmm13, xmm13, xmm5
-    vmovdqa      [rsp + 1184], xmm0                  ; spill
-    vpshufd      xmm0, [rsp + 96], 78
-    vmovdqa      [rsp + 864], xmm6                   ; spill
-    vmovdqa      xmm6, [rsp + 96]                    ; reload
-    vpxor        xmm0, xmm6, xmm0
-    vmovdqa      [rsp + 1088], xmm8                  ; spill
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm6
+    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 320], 0
+    vpclmulqdq   xmm11, xmm6, [rsp + 320], 17
+    vpshufd      xmm13, xmm6, 78
+    vpxor        xmm13, xmm13, xmm6
+    vmovdqa      [rsp + 1024], xmm0                  ; spill
+    vpshufd      xmm0, [rsp + 320], 78
+    vmovdqa      [rsp + 1088], xmm5                  ; spill
+    vmovdqa      xmm5, [rsp + 320]                   ; reload
+    vpxor        xmm0, xmm5, xmm0
+    vmovdqa      [rsp + 672], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm13, xmm0, 0
     vpxor        xmm8, xmm8, xmm7
     vpxor        xmm8, xmm8, xmm11
-    vmovdqa      [rsp + 1120], xmm0                  ; spill
-    vpxor        xmm0, xmm3, xmm5
-    vmovdqa      [rsp + 1152], xmm13                 ; spill
-    vpxor        xmm13, xmm10, xmm6
+    vmovdqa      [rsp + 576], xmm0                   ; spill
+    vpxor        xmm0, xmm3, xmm6
+    vmovdqa      [rsp + 1312], xmm13                 ; spill
+    vpxor        xmm13, xmm10, xmm5
     vpclmulqdq   xmm5, xmm0, xmm13, 0
     vpclmulqdq   xmm6, xmm0, xmm13, 17
     vpshufd      xmm10, xmm0, 78
@@ -8713,10 +9553,10 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm3, xmm3, xmm6
     vpclmulqdq   xmm10, xmm9, xmm15, 0
-    vmovdqa      [rsp + 672], xmm4                   ; spill
+    vmovdqa      [rsp + 1344], xmm4                  ; spill
     vpclmulqdq   xmm4, xmm9, xmm15, 17
-    vmovdqa      [rsp + 736], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 800]                  ; reload
+    vmovdqa      [rsp + 1408], xmm11                 ; spill
+    vmovdqa      xmm11, [rsp + 864]                  ; reload
     vpclmulqdq   xmm11, xmm11, xmm14, 0
     vpxor        xmm11, xmm11, xmm10
     vpxor        xmm11, xmm11, xmm4
@@ -8740,41 +9580,41 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm10, xmm6
     vpxor        xmm2, xmm2, xmm7
     vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm7, xmm12, [rsp + 736]
-    vmovdqa      xmm8, [rsp + 672]                   ; reload
+    vpxor        xmm7, xmm12, [rsp + 1408]
+    vmovdqa      xmm8, [rsp + 1344]                  ; reload
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm5, xmm2
-    vmovdqa      xmm10, [rsp + 1088]                 ; reload
+    vmovdqa      xmm10, [rsp + 672]                  ; reload
     vpxor        xmm3, xmm10, xmm3
     vpxor        xmm3, xmm3, xmm1
-    vmovdqa      xmm12, [rsp + 864]                  ; reload
+    vmovdqa      xmm12, [rsp + 1088]                 ; reload
     vpxor        xmm9, xmm12, xmm9
     vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm13, [rsp + 1184]                 ; reload
+    vmovdqa      xmm13, [rsp + 1024]                 ; reload
     vpxor        xmm0, xmm13, xmm0
     vpxor        xmm2, xmm6, xmm2
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm4, xmm4, xmm7
-    vmovdqa      xmm6, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 32], 0
-    vpclmulqdq   xmm11, xmm6, [rsp + 32], 17
+    vmovdqa      xmm6, [rsp + 160]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 352], 0
+    vpclmulqdq   xmm11, xmm6, [rsp + 352], 17
     vpshufd      xmm14, xmm6, 78
     vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm15, [rsp + 32], 78
-    vmovdqa      [rsp + 736], xmm3                   ; spill
-    vmovdqa      xmm3, [rsp + 32]                    ; reload
+    vpshufd      xmm15, [rsp + 352], 78
+    vmovdqa      [rsp + 1408], xmm3                  ; spill
+    vmovdqa      xmm3, [rsp + 352]                   ; reload
     vpxor        xmm15, xmm15, xmm3
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm7
     vpxor        xmm14, xmm14, xmm11
-    vmovdqa      xmm15, [rsp + 512]                  ; reload
-    vmovdqa      [rsp + 800], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm15, [rsp + 128], 0
+    vmovdqa      xmm15, [rsp + 192]                  ; reload
+    vmovdqa      [rsp + 864], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm15, [rsp + 736], 0
     vpxor        xmm13, xmm15, xmm6
-    vpxor        xmm12, xmm3, [rsp + 128]
+    vpxor        xmm12, xmm3, [rsp + 736]
     vpclmulqdq   xmm10, xmm13, xmm12, 0
     vpclmulqdq   xmm8, xmm13, xmm12, 17
-    vmovdqa      [rsp + 768], xmm4                   ; spill
+    vmovdqa      [rsp + 1376], xmm4                  ; spill
     vpshufd      xmm4, xmm13, 78
     vpxor        xmm4, xmm13, xmm4
     vpshufd      xmm13, xmm12, 78
@@ -8787,46 +9627,46 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm10, xmm10, xmm5
     vpxor        xmm4, xmm14, xmm4
     vpxor        xmm5, xmm8, xmm5
-    vmovdqa      xmm8, [rsp + 608]                   ; reload
+    vmovdqa      xmm8, [rsp + 288]                   ; reload
     vpxor        xmm6, xmm8, xmm6
-    vmovdqa      xmm8, [rsp + 544]                   ; reload
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm8, xmm15
-    vmovdqa      xmm11, [rsp + 576]                  ; reload
-    vpxor        xmm12, xmm11, xmm3
-    vmovdqa      xmm13, [rsp]                        ; reload
-    vpxor        xmm15, xmm13, [rsp + 128]
-    vpclmulqdq   xmm11, xmm6, xmm12, 0
-    vpclmulqdq   xmm13, xmm6, xmm12, 17
-    vpshufd      xmm3, xmm6, 78
-    vpxor        xmm3, xmm6, xmm3
-    vmovdqa      [rsp + 512], xmm5                   ; spill
-    vpshufd      xmm5, xmm12, 78
-    vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm3, xmm3, xmm5, 0
+    vmovdqa      xmm11, [rsp + 1248]                 ; reload
     vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm13, xmm3
-    vpclmulqdq   xmm5, xmm8, xmm15, 0
-    vmovdqa      [rsp + 544], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, xmm15, 17
-    vmovdqa      [rsp + 64], xmm4                    ; spill
+    vmovdqa      xmm11, [rsp + 1184]                 ; reload
+    vpxor        xmm11, xmm11, [rsp + 736]
+    vpclmulqdq   xmm12, xmm6, xmm3, 0
+    vpclmulqdq   xmm13, xmm6, xmm3, 17
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm15, xmm6
+    vmovdqa      [rsp + 736], xmm5                   ; spill
+    vpshufd      xmm5, xmm3, 78
+    vpxor        xmm5, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm15, xmm5, 0
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm5, xmm13, xmm5
+    vpclmulqdq   xmm15, xmm8, xmm11, 0
+    vmovdqa      [rsp + 1184], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm8, xmm11, 17
+    vmovdqa      [rsp + 352], xmm4                   ; spill
     vpshufd      xmm4, xmm8, 78
     vpxor        xmm4, xmm8, xmm4
-    vmovdqa      [rsp + 608], xmm2                   ; spill
-    vpshufd      xmm2, xmm15, 78
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      [rsp + 1248], xmm10                 ; spill
+    vmovdqa      [rsp + 1248], xmm2                  ; spill
+    vpshufd      xmm2, xmm11, 78
+    vpxor        xmm2, xmm11, xmm2
+    vmovdqa      [rsp + 192], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm4, xmm2, 0
-    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm10, xmm10, xmm15
     vpxor        xmm10, xmm10, xmm1
-    vmovdqa      [rsp + 1024], xmm0                  ; spill
+    vmovdqa      [rsp + 256], xmm0                   ; spill
     vpxor        xmm0, xmm8, xmm6
-    vmovdqa      [rsp + 1312], xmm14                 ; spill
-    vpxor        xmm14, xmm12, xmm15
-    vmovdqa      [rsp + 1280], xmm7                  ; spill
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpxor        xmm14, xmm11, xmm3
+    vmovdqa      [rsp + 288], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm0, xmm14, 0
-    vmovdqa      [rsp + 1344], xmm9                  ; spill
+    vmovdqa      [rsp + 1536], xmm9                  ; spill
     vpclmulqdq   xmm9, xmm0, xmm14, 17
-    vmovdqa      [rsp + 1376], xmm2                  ; spill
+    vmovdqa      [rsp + 1504], xmm2                  ; spill
     vpshufd      xmm2, xmm0, 78
     vpxor        xmm0, xmm0, xmm2
     vpshufd      xmm2, xmm14, 78
@@ -8834,135 +9674,135 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm0, xmm2, 0
     vpxor        xmm0, xmm0, xmm7
     vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm2, xmm13, xmm5
-    vpxor        xmm5, xmm11, xmm7
-    vpxor        xmm5, xmm5, xmm2
-    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm2, xmm13, xmm15
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm7, xmm2
+    vpxor        xmm0, xmm5, xmm0
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm7, xmm9, xmm1
-    vpxor        xmm2, xmm7, xmm2
-    vmovdqa      xmm7, [rsp + 480]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 96], 0
-    vpclmulqdq   xmm13, xmm7, [rsp + 96], 17
-    vmovdqa      xmm14, [rsp + 1152]                 ; reload
-    vpclmulqdq   xmm14, xmm14, [rsp + 1120], 0
-    vpxor        xmm14, xmm14, xmm9
-    vpxor        xmm14, xmm14, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm12, [rsp + 96]
-    vpclmulqdq   xmm12, xmm6, xmm7, 0
-    vmovdqa      [rsp + 480], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm6, xmm7, 17
-    vmovdqa      [rsp + 1120], xmm5                  ; spill
-    vpshufd      xmm5, xmm6, 78
-    vpxor        xmm5, xmm6, xmm5
-    vmovdqa      [rsp + 1152], xmm3                  ; spill
-    vpshufd      xmm3, xmm7, 78
-    vpxor        xmm3, xmm7, xmm3
-    vpclmulqdq   xmm3, xmm5, xmm3, 0
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm0
-    vpclmulqdq   xmm5, xmm8, xmm15, 0
-    vmovdqa      [rsp + 1408], xmm11                 ; spill
-    vpclmulqdq   xmm11, xmm8, xmm15, 17
-    vpclmulqdq   xmm4, xmm4, [rsp + 1376], 0
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm9, xmm9, xmm1
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm13, xmm9, [rsp + 320], 0
+    vpclmulqdq   xmm14, xmm9, [rsp + 320], 17
+    vmovdqa      xmm15, [rsp + 1312]                 ; reload
+    vpclmulqdq   xmm15, xmm15, [rsp + 576], 0
+    vpxor        xmm15, xmm15, xmm13
+    vpxor        xmm15, xmm15, xmm14
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm3, xmm3, [rsp + 320]
+    vpclmulqdq   xmm9, xmm6, xmm3, 0
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm6, xmm3, 17
+    vmovdqa      [rsp + 224], xmm7                   ; spill
+    vpshufd      xmm7, xmm6, 78
+    vpxor        xmm7, xmm6, xmm7
+    vmovdqa      [rsp + 576], xmm5                   ; spill
+    vpshufd      xmm5, xmm3, 78
+    vpxor        xmm5, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm7, xmm5, 0
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vpclmulqdq   xmm7, xmm8, xmm11, 0
+    vmovdqa      [rsp + 1312], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm8, xmm11, 17
+    vpclmulqdq   xmm4, xmm4, [rsp + 1504], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm7, xmm15, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm15, xmm6, xmm7, 17
-    vmovdqa      [rsp + 1376], xmm1                  ; spill
+    vpxor        xmm3, xmm11, xmm3
+    vpclmulqdq   xmm8, xmm6, xmm3, 0
+    vpclmulqdq   xmm11, xmm6, xmm3, 17
+    vmovdqa      [rsp + 1504], xmm1                  ; spill
     vpshufd      xmm1, xmm6, 78
     vpxor        xmm1, xmm6, xmm1
-    vpshufd      xmm6, xmm7, 78
-    vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm1, xmm1, xmm6, 0
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm5, xmm12, xmm8
-    vpxor        xmm5, xmm5, xmm0
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm6, xmm15, xmm11
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm6, xmm10, xmm14
-    vmovdqa      xmm7, [rsp + 1376]                  ; reload
-    vpxor        xmm7, xmm13, xmm7
-    vmovdqa      xmm8, [rsp + 1408]                  ; reload
-    vpxor        xmm9, xmm8, xmm12
-    vpxor        xmm9, xmm9, xmm2
-    vmovdqa      xmm10, [rsp + 1152]                 ; reload
-    vpxor        xmm3, xmm10, xmm3
+    vpshufd      xmm6, xmm3, 78
     vpxor        xmm3, xmm3, xmm6
-    vmovdqa      xmm12, [rsp + 1120]                 ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm3, xmm9, xmm8
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm6, xmm11, xmm12
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm6, xmm10, xmm15
+    vmovdqa      xmm7, [rsp + 1504]                  ; reload
+    vpxor        xmm7, xmm14, xmm7
+    vmovdqa      xmm8, [rsp + 1312]                  ; reload
+    vpxor        xmm9, xmm8, xmm9
+    vpxor        xmm9, xmm9, xmm2
+    vmovdqa      xmm10, [rsp + 576]                  ; reload
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      xmm11, [rsp + 224]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm13, [rsp + 320]                  ; reload
     vpxor        xmm1, xmm13, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm4, xmm6
-    vpxor        xmm4, xmm11, xmm7
-    vmovdqa      xmm6, [rsp + 1344]                  ; reload
-    vpxor        xmm6, xmm6, [rsp + 1280]
-    vmovdqa      xmm7, [rsp + 1024]                  ; reload
-    vpxor        xmm7, xmm7, [rsp + 1312]
-    vmovdqa      xmm11, [rsp + 608]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 1248]
-    vmovdqa      xmm14, [rsp + 544]                  ; reload
-    vpxor        xmm14, xmm14, [rsp + 64]
-    vmovdqa      xmm15, [rsp + 768]                  ; reload
-    vpxor        xmm15, xmm15, [rsp + 512]
-    vmovdqa      [rsp + 512], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 672]                   ; reload
+    vpxor        xmm4, xmm12, xmm7
+    vmovdqa      xmm6, [rsp + 1536]                  ; reload
+    vpxor        xmm6, xmm6, [rsp + 288]
+    vmovdqa      xmm7, [rsp + 256]                   ; reload
+    vpxor        xmm7, xmm7, [rsp + 160]
+    vmovdqa      xmm12, [rsp + 1248]                 ; reload
+    vpxor        xmm12, xmm12, [rsp + 192]
+    vmovdqa      xmm14, [rsp + 1184]                 ; reload
+    vpxor        xmm14, xmm14, [rsp + 352]
+    vmovdqa      xmm15, [rsp + 1376]                 ; reload
+    vpxor        xmm15, xmm15, [rsp + 736]
+    vmovdqa      [rsp + 736], xmm4                   ; spill
+    vmovdqa      xmm4, [rsp + 1344]                  ; reload
     vpxor        xmm8, xmm8, xmm4
     vpxor        xmm8, xmm8, xmm6
-    vmovdqa      [rsp + 1408], xmm8                  ; spill
-    vmovdqa      xmm8, [rsp + 1088]                  ; reload
+    vmovdqa      [rsp + 1312], xmm8                  ; spill
+    vmovdqa      xmm8, [rsp + 672]                   ; reload
     vpxor        xmm10, xmm8, xmm10
     vpxor        xmm10, xmm10, xmm7
-    vmovdqa      [rsp + 1152], xmm10                 ; spill
-    vmovdqa      xmm10, [rsp + 864]                  ; reload
-    vpxor        xmm12, xmm10, xmm12
-    vpxor        xmm12, xmm12, xmm11
-    vmovdqa      [rsp + 1120], xmm12                 ; spill
-    vmovdqa      xmm12, [rsp + 1184]                 ; reload
-    vpxor        xmm13, xmm12, xmm13
+    vmovdqa      [rsp + 576], xmm10                  ; spill
+    vmovdqa      xmm10, [rsp + 1088]                 ; reload
+    vpxor        xmm11, xmm10, xmm11
+    vpxor        xmm11, xmm11, xmm12
+    vmovdqa      [rsp + 224], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 1024]                 ; reload
+    vpxor        xmm13, xmm11, xmm13
     vpxor        xmm13, xmm13, xmm14
-    vmovdqa      [rsp + 480], xmm13                  ; spill
-    vmovdqa      xmm13, [rsp + 800]                  ; reload
+    vmovdqa      [rsp + 320], xmm13                  ; spill
+    vmovdqa      xmm13, [rsp + 864]                  ; reload
     vpxor        xmm9, xmm13, xmm9
     vpxor        xmm9, xmm9, xmm15
-    vmovdqa      [rsp + 768], xmm9                   ; spill
-    vmovdqa      xmm9, [rsp + 736]                   ; reload
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      [rsp + 1376], xmm9                  ; spill
+    vmovdqa      xmm9, [rsp + 1408]                  ; reload
+    vpxor        xmm5, xmm9, xmm5
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm12, xmm0
     vpxor        xmm2, xmm14, xmm2
-    vmovdqa      xmm6, [rsp + 512]                   ; reload
+    vmovdqa      xmm6, [rsp + 736]                   ; reload
     vpxor        xmm6, xmm15, xmm6
     vpslldq      xmm7, xmm8, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm12, xmm8, 8
+    vpalignr     xmm7, xmm11, xmm8, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm8, xmm9, xmm12, 8
+    vpalignr     xmm8, xmm9, xmm11, 8
     vpxor        xmm8, xmm13, xmm8
-    vmovdqa      xmm10, [rsp + 1152]                 ; reload
+    vmovdqa      xmm10, [rsp + 576]                  ; reload
     vpalignr     xmm9, xmm10, xmm9, 8
-    vmovdqa      xmm11, [rsp + 1408]                 ; reload
+    vmovdqa      xmm11, [rsp + 1312]                 ; reload
     vpxor        xmm9, xmm11, xmm9
-    vmovdqa      xmm11, [rsp + 480]                  ; reload
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
     vpalignr     xmm10, xmm11, xmm10, 8
-    vmovdqa      xmm12, [rsp + 1120]                 ; reload
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm10, xmm12, xmm10
-    vpalignr     xmm11, xmm3, xmm11, 8
-    vmovdqa      xmm12, [rsp + 768]                  ; reload
+    vpalignr     xmm11, xmm5, xmm11, 8
+    vmovdqa      xmm12, [rsp + 1376]                 ; reload
     vpxor        xmm11, xmm12, xmm11
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm0, xmm0, xmm1
     vpsrldq      xmm1, xmm2, 8
@@ -8997,881 +9837,15 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm1, xmm2
     lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
     vpand        xmm1, xmm1, [rax - 128]
-    vmovdqa      xmm2, [rsp + 640]                   ; reload
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vmovdqa      xmm5, [rsp + 704]                   ; reload
-    vpclmulqdq   xmm6, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vmovdqa      xmm8, [rsp + 960]                   ; reload
-    vpclmulqdq   xmm9, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa      xmm10, [rsp + 832]                  ; reload
-    vpclmulqdq   xmm11, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vmovdqa      xmm12, [rsp + 1056]                 ; reload
-    vpclmulqdq   xmm13, xmm12, xmm12, 17
-    vpclmulqdq   xmm12, xmm12, xmm12, 0
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpclmulqdq   xmm15, xmm6, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
-    vmovdqa      [rsp + 1056], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm5, [rax - 128], 0
-    vpclmulqdq   xmm5, xmm5, [rax - 128], 1
-    vmovdqa      [rsp + 832], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rax - 128], 0
-    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
-    vpxor        xmm2, xmm8, xmm2
-    vpsrldq      xmm8, xmm14, 8
-    vpxor        xmm8, xmm8, xmm2
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rax - 128], 0
-    vpxor        xmm8, xmm12, xmm8
-    vpxor        xmm9, xmm13, xmm9
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm6, xmm11, xmm6
-    vpslldq      xmm10, xmm0, 8
-    vpxor        xmm8, xmm8, xmm10
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm9, xmm0
-    vpalignr     xmm1, xmm15, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpalignr     xmm5, xmm14, xmm15, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm14, 8
-    vpxor        xmm2, xmm2, xmm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm6, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vmovdqa      xmm9, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm10, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpclmulqdq   xmm12, xmm11, xmm11, 17
-    vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vmovdqa      xmm13, [rsp]                        ; reload
-    vpclmulqdq   xmm14, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
-    vmovdqa      xmm15, [rsp + 576]                  ; reload
-    vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm15, xmm15, 17
-    vpclmulqdq   xmm15, xmm15, xmm15, 0
-    vmovdqa      [rsp + 576], xmm5                   ; spill
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm5, xmm6, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm10, [rax - 128], 0
-    vpclmulqdq   xmm10, xmm10, [rax - 128], 1
-    vmovdqa      [rsp + 32], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm9, [rax - 128], 0
-    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
-    vmovdqa      [rsp + 128], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, [rax - 128], 0
-    vpclmulqdq   xmm12, xmm12, [rax - 128], 1
-    vpxor        xmm6, xmm11, xmm6
-    vpsrldq      xmm11, xmm5, 8
-    vpxor        xmm11, xmm11, xmm6
-    vpsrldq      xmm11, xmm11, 8
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
-    vpxor        xmm11, xmm15, xmm11
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm9, xmm13, xmm9
-    vpxor        xmm10, xmm14, xmm10
-    vpslldq      xmm12, xmm8, 8
-    vpxor        xmm11, xmm11, xmm12
-    vpalignr     xmm8, xmm0, xmm8, 8
-    vpxor        xmm2, xmm8, xmm2
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm9, xmm0
-    vpalignr     xmm1, xmm5, xmm1, 8
-    vpxor        xmm1, xmm10, xmm1
-    vpsrldq      xmm5, xmm5, 8
-    vpxor        xmm5, xmm6, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm5, xmm5, [rax - 128]
-    vmovdqa      xmm6, [rsp + 1440]                  ; reload
-    vpxor        xmm8, xmm6, xmm4
-    vmovdqa      xmm9, [rsp + 896]                   ; reload
-    vpxor        xmm10, xmm9, xmm7
-    vmovdqa      xmm12, [rsp + 928]                  ; reload
-    vpxor        xmm13, xmm12, xmm3
-    vmovdqa      xmm14, [rsp + 992]                  ; reload
-    vpxor        xmm15, xmm14, [rsp + 832]
-    vmovdqa      xmm14, [rsp + 1216]                 ; reload
-    vmovdqa      [rsp + 960], xmm3                   ; spill
-    vpxor        xmm3, xmm14, [rsp + 1056]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm14, xmm15, xmm15, 17
-    vpclmulqdq   xmm15, xmm15, xmm15, 0
-    vpclmulqdq   xmm12, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
-    vmovdqa      [rsp + 704], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm9, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa      [rsp + 640], xmm4                   ; spill
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm4, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm14, [rax - 128], 0
-    vpclmulqdq   xmm14, xmm14, [rax - 128], 1
-    vmovdqa      [rsp + 768], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm15, [rax - 128], 0
-    vpclmulqdq   xmm15, xmm15, [rax - 128], 1
-    vmovdqa      [rsp + 480], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm12, [rax - 128], 0
-    vpclmulqdq   xmm12, xmm12, [rax - 128], 1
-    vpxor        xmm3, xmm13, xmm3
-    vpsrldq      xmm13, xmm4, 8
-    vpxor        xmm13, xmm13, xmm3
-    vpsrldq      xmm13, xmm13, 8
-    vpclmulqdq   xmm13, xmm13, [rax - 128], 0
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm7, xmm14, xmm7
-    vpslldq      xmm12, xmm1, 8
-    vpxor        xmm8, xmm8, xmm12
-    vpalignr     xmm1, xmm5, xmm1, 8
-    vpxor        xmm1, xmm9, xmm1
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpxor        xmm6, xmm7, xmm6
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vmovdqa      xmm4, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm7, xmm4, xmm11, 0
-    vpclmulqdq   xmm9, xmm4, xmm11, 17
-    vpshufd      xmm10, xmm4, 78
-    vpxor        xmm10, xmm10, xmm4
-    vpshufd      xmm12, xmm11, 78
-    vpxor        xmm12, xmm11, xmm12
-    vpclmulqdq   xmm10, xmm10, xmm12, 0
-    vpxor        xmm10, xmm10, xmm7
-    vpxor        xmm10, xmm10, xmm9
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpclmulqdq   xmm13, xmm12, xmm2, 0
-    vpclmulqdq   xmm14, xmm12, xmm2, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxor        xmm15, xmm12, xmm15
-    vmovdqa      [rsp + 1120], xmm3                  ; spill
-    vpshufd      xmm3, xmm2, 78
-    vpxor        xmm3, xmm2, xmm3
-    vmovdqa      [rsp + 1152], xmm6                  ; spill
-    vpclmulqdq   xmm6, xmm15, xmm3, 0
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm6, xmm14, xmm6
-    vmovdqa      [rsp + 1408], xmm5                  ; spill
-    vpxor        xmm5, xmm12, xmm4
-    vmovdqa      [rsp + 736], xmm1                   ; spill
-    vpxor        xmm1, xmm11, xmm2
-    vmovdqa      [rsp + 800], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm5, xmm1, 0
-    vmovdqa      [rsp + 1184], xmm3                  ; spill
-    vpclmulqdq   xmm3, xmm5, xmm1, 17
-    vmovdqa      [rsp + 864], xmm15                  ; spill
-    vpshufd      xmm15, xmm5, 78
-    vpxor        xmm5, xmm15, xmm5
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm1, xmm15, xmm1
-    vpclmulqdq   xmm1, xmm5, xmm1, 0
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm5, xmm9, xmm13
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm8, xmm8, xmm5
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm14, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm9, xmm5, xmm0, 0
-    vpclmulqdq   xmm13, xmm5, xmm0, 17
-    vpshufd      xmm15, xmm5, 78
-    vpxor        xmm15, xmm15, xmm5
-    vmovdqa      [rsp + 1088], xmm1                  ; spill
-    vpshufd      xmm1, xmm0, 78
-    vpxor        xmm1, xmm0, xmm1
-    vmovdqa      [rsp + 672], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm15, xmm1, 0
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm8, xmm8, xmm13
-    vmovdqa      [rsp + 512], xmm1                   ; spill
-    vpxor        xmm1, xmm4, xmm5
-    vmovdqa      [rsp + 64], xmm15                   ; spill
-    vpxor        xmm15, xmm11, xmm0
-    vmovdqa      [rsp + 544], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm15, 0
-    vpclmulqdq   xmm5, xmm1, xmm15, 17
-    vmovdqa      [rsp + 1248], xmm11                 ; spill
-    vpshufd      xmm11, xmm1, 78
-    vpxor        xmm11, xmm11, xmm1
-    vpshufd      xmm4, xmm15, 78
-    vpxor        xmm4, xmm15, xmm4
-    vpclmulqdq   xmm4, xmm11, xmm4, 0
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm4, xmm4, xmm5
-    vpclmulqdq   xmm11, xmm12, xmm2, 0
-    vmovdqa      [rsp + 608], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm2, 17
-    vmovdqa      [rsp + 1312], xmm7                  ; spill
-    vmovdqa      xmm7, [rsp + 864]                   ; reload
-    vpclmulqdq   xmm7, xmm7, [rsp + 1184], 0
-    vpxor        xmm7, xmm11, xmm7
-    vpxor        xmm7, xmm10, xmm7
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm15, xmm15, xmm2
-    vmovdqa      [rsp + 1184], xmm2                  ; spill
-    vpclmulqdq   xmm2, xmm1, xmm15, 0
-    vpclmulqdq   xmm12, xmm1, xmm15, 17
-    vmovdqa      [rsp + 864], xmm13                  ; spill
-    vpshufd      xmm13, xmm1, 78
-    vpxor        xmm1, xmm13, xmm1
-    vpshufd      xmm13, xmm15, 78
-    vpxor        xmm13, xmm15, xmm13
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm2, xmm0, xmm2
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm11, xmm12, xmm10
-    vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm8, xmm14, [rsp + 864]
-    vmovdqa      xmm9, [rsp + 1312]                  ; reload
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm11, [rsp + 608]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm4, xmm4, xmm6
-    vmovdqa      xmm12, [rsp + 672]                  ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm8, xmm2
-    vmovdqa      xmm13, [rsp + 1088]                 ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm5, xmm7, xmm6
-    vpxor        xmm6, xmm10, xmm8
-    vmovdqa      xmm7, [rsp + 576]                   ; reload
-    vpclmulqdq   xmm8, xmm7, [rsp + 480], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 480], 17
-    vpshufd      xmm14, xmm7, 78
-    vpxor        xmm14, xmm14, xmm7
-    vpshufd      xmm15, [rsp + 480], 78
-    vmovdqa      [rsp + 864], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 480]                   ; reload
-    vpxor        xmm15, xmm15, xmm4
-    vpclmulqdq   xmm14, xmm14, xmm15, 0
-    vpxor        xmm14, xmm14, xmm8
-    vpxor        xmm14, xmm14, xmm10
-    vmovdqa      xmm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 1024], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 768], 0
-    vpxor        xmm13, xmm15, xmm7
-    vpxor        xmm12, xmm4, [rsp + 768]
-    vpclmulqdq   xmm11, xmm13, xmm12, 0
-    vpclmulqdq   xmm9, xmm13, xmm12, 17
-    vmovdqa      [rsp + 1280], xmm6                  ; spill
-    vpshufd      xmm6, xmm13, 78
-    vpxor        xmm6, xmm13, xmm6
-    vpshufd      xmm13, xmm12, 78
-    vpxor        xmm12, xmm12, xmm13
-    vpclmulqdq   xmm6, xmm6, xmm12, 0
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm10, xmm8, xmm11
-    vpxor        xmm10, xmm10, xmm0
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 128]                   ; reload
-    vpxor        xmm11, xmm9, xmm7
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm13, xmm12, xmm15
-    vmovdqa      xmm15, [rsp + 1248]                 ; reload
-    vpxor        xmm7, xmm15, xmm4
-    vmovdqa      xmm12, [rsp + 1184]                 ; reload
-    vpxor        xmm9, xmm12, [rsp + 768]
-    vpclmulqdq   xmm4, xmm11, xmm7, 0
-    vpclmulqdq   xmm12, xmm11, xmm7, 17
-    vpshufd      xmm15, xmm11, 78
-    vpxor        xmm15, xmm11, xmm15
-    vmovdqa      [rsp + 1344], xmm0                  ; spill
-    vpshufd      xmm0, xmm7, 78
-    vpxor        xmm0, xmm7, xmm0
-    vpclmulqdq   xmm0, xmm15, xmm0, 0
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm12, xmm0
-    vpclmulqdq   xmm15, xmm13, xmm9, 0
-    vmovdqa      [rsp + 1376], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm13, xmm9, 17
-    vmovdqa      [rsp + 1472], xmm6                  ; spill
-    vpshufd      xmm6, xmm13, 78
-    vpxor        xmm6, xmm13, xmm6
-    vmovdqa      [rsp + 1504], xmm3                  ; spill
-    vpshufd      xmm3, xmm9, 78
-    vpxor        xmm3, xmm9, xmm3
-    vmovdqa      [rsp + 1536], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm6, xmm3, 0
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm10, xmm10, xmm5
-    vmovdqa      [rsp + 1568], xmm1                  ; spill
-    vpxor        xmm1, xmm11, xmm13
-    vmovdqa      [rsp + 1600], xmm14                 ; spill
-    vpxor        xmm14, xmm9, xmm7
-    vmovdqa      [rsp + 1632], xmm2                  ; spill
-    vpclmulqdq   xmm2, xmm1, xmm14, 0
-    vmovdqa      [rsp + 1664], xmm8                  ; spill
-    vpclmulqdq   xmm8, xmm1, xmm14, 17
-    vmovdqa      [rsp + 1696], xmm3                  ; spill
-    vpshufd      xmm3, xmm1, 78
-    vpxor        xmm1, xmm1, xmm3
-    vpshufd      xmm3, xmm14, 78
-    vpxor        xmm3, xmm14, xmm3
-    vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm3, xmm12, xmm15
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm0, xmm1
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm8, xmm8, xmm5
-    vpxor        xmm3, xmm8, xmm3
-    vmovdqa      xmm8, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm12, xmm8, [rsp + 544], 0
-    vpclmulqdq   xmm14, xmm8, [rsp + 544], 17
-    vmovdqa      xmm15, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm15, xmm15, [rsp + 512], 0
-    vpxor        xmm15, xmm15, xmm12
-    vpxor        xmm15, xmm15, xmm14
-    vpxor        xmm11, xmm11, xmm8
-    vpxor        xmm7, xmm7, [rsp + 544]
-    vpclmulqdq   xmm8, xmm11, xmm7, 0
-    vmovdqa      [rsp + 512], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, xmm7, 17
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpshufd      xmm2, xmm11, 78
-    vpxor        xmm2, xmm11, xmm2
-    vmovdqa      [rsp + 1728], xmm0                  ; spill
-    vpshufd      xmm0, xmm7, 78
-    vpxor        xmm0, xmm7, xmm0
-    vpclmulqdq   xmm0, xmm2, xmm0, 0
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, xmm1
-    vpclmulqdq   xmm2, xmm13, xmm9, 0
-    vmovdqa      [rsp + 1760], xmm4                  ; spill
-    vpclmulqdq   xmm4, xmm13, xmm9, 17
-    vpclmulqdq   xmm6, xmm6, [rsp + 1696], 0
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm11, xmm11, xmm13
-    vpxor        xmm7, xmm9, xmm7
-    vpclmulqdq   xmm9, xmm11, xmm7, 0
-    vpclmulqdq   xmm13, xmm11, xmm7, 17
-    vmovdqa      [rsp + 1696], xmm5                  ; spill
-    vpshufd      xmm5, xmm11, 78
-    vpxor        xmm5, xmm11, xmm5
-    vpshufd      xmm11, xmm7, 78
-    vpxor        xmm7, xmm11, xmm7
-    vpclmulqdq   xmm5, xmm5, xmm7, 0
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm8, xmm9
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm5, xmm0, xmm5
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm7, xmm13, xmm4
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm7, xmm10, xmm15
-    vmovdqa      xmm9, [rsp + 1696]                  ; reload
-    vpxor        xmm9, xmm9, xmm14
-    vmovdqa      xmm10, [rsp + 1760]                 ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm3
-    vmovdqa      xmm11, [rsp + 1728]                 ; reload
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vmovdqa      xmm12, [rsp + 64]                   ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm13, [rsp + 512]                  ; reload
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm4, xmm9, xmm4
-    vmovdqa      xmm6, [rsp + 1632]                  ; reload
-    vpxor        xmm6, xmm6, [rsp + 1664]
-    vmovdqa      xmm7, [rsp + 1568]                  ; reload
-    vpxor        xmm7, xmm7, [rsp + 1600]
-    vmovdqa      xmm9, [rsp + 1504]                  ; reload
-    vpxor        xmm9, xmm9, [rsp + 1536]
-    vmovdqa      xmm14, [rsp + 1376]                 ; reload
-    vpxor        xmm14, xmm14, [rsp + 1472]
-    vmovdqa      xmm15, [rsp + 1280]                 ; reload
-    vpxor        xmm15, xmm15, [rsp + 1344]
-    vmovdqa      [rsp + 1344], xmm4                  ; spill
-    vmovdqa      xmm4, [rsp + 1312]                  ; reload
-    vpxor        xmm10, xmm10, xmm4
-    vpxor        xmm10, xmm10, xmm6
-    vmovdqa      [rsp + 1760], xmm10                 ; spill
-    vmovdqa      xmm10, [rsp + 608]                  ; reload
-    vpxor        xmm11, xmm10, xmm11
-    vpxor        xmm11, xmm11, xmm7
-    vmovdqa      [rsp + 1728], xmm11                 ; spill
-    vmovdqa      xmm11, [rsp + 672]                  ; reload
-    vpxor        xmm12, xmm11, xmm12
-    vpxor        xmm12, xmm12, xmm9
-    vmovdqa      [rsp + 64], xmm12                   ; spill
-    vmovdqa      xmm12, [rsp + 1088]                 ; reload
-    vpxor        xmm13, xmm12, xmm13
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      [rsp + 512], xmm13                  ; spill
-    vmovdqa      xmm13, [rsp + 1024]                 ; reload
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm8, xmm8, xmm15
-    vmovdqa      [rsp + 1280], xmm8                  ; spill
-    vmovdqa      xmm8, [rsp + 864]                   ; reload
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm3, xmm14, xmm3
-    vmovdqa      xmm6, [rsp + 1344]                  ; reload
-    vpxor        xmm6, xmm15, xmm6
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm12, xmm10, 8
-    vpxor        xmm7, xmm11, xmm7
-    vpalignr     xmm9, xmm8, xmm12, 8
-    vpxor        xmm9, xmm13, xmm9
-    vmovdqa      xmm10, [rsp + 1728]                 ; reload
-    vpalignr     xmm8, xmm10, xmm8, 8
-    vmovdqa      xmm11, [rsp + 1760]                 ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 512]                  ; reload
-    vpalignr     xmm10, xmm11, xmm10, 8
-    vmovdqa      xmm12, [rsp + 64]                   ; reload
-    vpxor        xmm10, xmm12, xmm10
-    vpalignr     xmm11, xmm0, xmm11, 8
-    vmovdqa      xmm12, [rsp + 1280]                 ; reload
-    vpxor        xmm11, xmm12, xmm11
-    vpalignr     xmm0, xmm5, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm6, xmm2
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpclmulqdq   xmm5, xmm1, [rax - 128], 0
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm0, [rax - 128], 0
-    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm12, xmm11, [rax - 128], 0
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 1
-    vpxor        xmm2, xmm10, xmm2
-    vpsrldq      xmm10, xmm3, 8
-    vpxor        xmm10, xmm10, xmm2
-    vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm10, xmm10, [rax - 128], 0
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm7, xmm11, xmm7
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm1, xmm8, xmm1
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm4, xmm8, xmm4
-    vpalignr     xmm8, xmm6, xmm12, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm6, xmm5, xmm6, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm5, xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vmovdqa      xmm3, [rsp + 320]                   ; reload
-    vpclmulqdq   xmm5, xmm3, [rsp + 1248], 0
-    vpclmulqdq   xmm6, xmm3, [rsp + 1248], 17
-    vpshufd      xmm8, xmm3, 78
-    vpxor        xmm8, xmm8, xmm3
-    vpshufd      xmm9, [rsp + 1248], 78
-    vmovdqa      xmm10, [rsp + 1248]                 ; reload
-    vpxor        xmm9, xmm10, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpxor        xmm8, xmm8, xmm5
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm9, [rsp + 352]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 1184], 0
-    vpclmulqdq   xmm12, xmm9, [rsp + 1184], 17
-    vpshufd      xmm13, xmm9, 78
-    vpxor        xmm13, xmm9, xmm13
-    vpshufd      xmm14, [rsp + 1184], 78
-    vmovdqa      xmm15, [rsp + 1184]                 ; reload
-    vpxor        xmm14, xmm15, xmm14
-    vmovdqa      [rsp + 1280], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm13, xmm14, 0
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      [rsp + 512], xmm0                   ; spill
-    vpxor        xmm0, xmm9, xmm3
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpxor        xmm7, xmm10, xmm15
-    vmovdqa      [rsp + 1728], xmm4                  ; spill
-    vpclmulqdq   xmm4, xmm0, xmm7, 0
-    vmovdqa      [rsp + 1760], xmm2                  ; spill
-    vpclmulqdq   xmm2, xmm0, xmm7, 17
-    vmovdqa      [rsp + 864], xmm13                  ; spill
-    vpshufd      xmm13, xmm0, 78
-    vpxor        xmm0, xmm13, xmm0
-    vpshufd      xmm13, xmm7, 78
-    vpxor        xmm7, xmm13, xmm7
-    vpclmulqdq   xmm0, xmm0, xmm7, 0
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm6
-    vmovdqa      xmm6, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 544], 0
-    vpclmulqdq   xmm11, xmm6, [rsp + 544], 17
-    vpshufd      xmm13, xmm6, 78
-    vpxor        xmm13, xmm13, xmm6
-    vmovdqa      [rsp + 1024], xmm0                  ; spill
-    vpshufd      xmm0, [rsp + 544], 78
-    vmovdqa      [rsp + 1088], xmm4                  ; spill
+    vmovdqa      xmm2, [rsp + 512]                   ; reload
+    vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm4, [rsp + 544]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vmovdqa      [rsp + 672], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm13, xmm0, 0
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm8, xmm8, xmm11
-    vmovdqa      [rsp + 608], xmm0                   ; spill
-    vpxor        xmm0, xmm3, xmm6
-    vmovdqa      [rsp + 1312], xmm13                 ; spill
-    vpxor        xmm13, xmm10, xmm4
-    vpclmulqdq   xmm4, xmm0, xmm13, 0
-    vpclmulqdq   xmm6, xmm0, xmm13, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm10, xmm0
-    vpshufd      xmm3, xmm13, 78
-    vpxor        xmm3, xmm13, xmm3
-    vpclmulqdq   xmm3, xmm10, xmm3, 0
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm10, xmm9, xmm15, 0
-    vmovdqa      [rsp + 1344], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm9, xmm15, 17
-    vmovdqa      [rsp + 1472], xmm11                 ; spill
-    vmovdqa      xmm11, [rsp + 864]                  ; reload
-    vpclmulqdq   xmm11, xmm11, xmm14, 0
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm11, xmm11, xmm5
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm13, xmm13, xmm15
-    vpclmulqdq   xmm14, xmm0, xmm13, 0
-    vpclmulqdq   xmm15, xmm0, xmm13, 17
-    vpshufd      xmm9, xmm0, 78
-    vpxor        xmm0, xmm9, xmm0
-    vpshufd      xmm9, xmm13, 78
-    vpxor        xmm9, xmm13, xmm9
-    vpclmulqdq   xmm0, xmm0, xmm9, 0
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm9, xmm14, xmm4
-    vpxor        xmm9, xmm9, xmm6
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm10, xmm15, xmm5
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm7, xmm12, [rsp + 1472]
-    vmovdqa      xmm8, [rsp + 1344]                  ; reload
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm4, xmm4, xmm2
-    vmovdqa      xmm10, [rsp + 672]                  ; reload
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, xmm1
-    vmovdqa      xmm12, [rsp + 1088]                 ; reload
-    vpxor        xmm9, xmm12, xmm9
-    vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm13, [rsp + 1024]                 ; reload
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm6, [rsp + 416]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 480], 0
-    vpclmulqdq   xmm11, xmm6, [rsp + 480], 17
-    vpshufd      xmm14, xmm6, 78
-    vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm15, [rsp + 480], 78
-    vmovdqa      [rsp + 1472], xmm3                  ; spill
-    vmovdqa      xmm3, [rsp + 480]                   ; reload
-    vpxor        xmm15, xmm15, xmm3
-    vpclmulqdq   xmm14, xmm14, xmm15, 0
-    vpxor        xmm14, xmm14, xmm7
-    vpxor        xmm14, xmm14, xmm11
-    vmovdqa      xmm15, [rsp + 448]                  ; reload
-    vmovdqa      [rsp + 864], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm15, [rsp + 768], 0
-    vpxor        xmm13, xmm15, xmm6
-    vpxor        xmm12, xmm3, [rsp + 768]
-    vpclmulqdq   xmm10, xmm13, xmm12, 0
-    vpclmulqdq   xmm8, xmm13, xmm12, 17
-    vmovdqa      [rsp + 1376], xmm5                  ; spill
-    vpshufd      xmm5, xmm13, 78
-    vpxor        xmm5, xmm13, xmm5
-    vpshufd      xmm13, xmm12, 78
-    vpxor        xmm12, xmm12, xmm13
-    vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm10, xmm10, xmm7
-    vpxor        xmm10, xmm10, xmm4
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm4, xmm8, xmm4
-    vmovdqa      xmm8, [rsp + 320]                   ; reload
-    vpxor        xmm6, xmm8, xmm6
-    vmovdqa      xmm8, [rsp + 352]                   ; reload
-    vpxor        xmm8, xmm8, xmm15
-    vmovdqa      xmm11, [rsp + 1248]                 ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 1184]                 ; reload
-    vpxor        xmm11, xmm11, [rsp + 768]
-    vpclmulqdq   xmm12, xmm6, xmm3, 0
-    vpclmulqdq   xmm13, xmm6, xmm3, 17
-    vpshufd      xmm15, xmm6, 78
-    vpxor        xmm15, xmm15, xmm6
-    vmovdqa      [rsp + 768], xmm4                   ; spill
-    vpshufd      xmm4, xmm3, 78
-    vpxor        xmm4, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm15, xmm4, 0
-    vpxor        xmm4, xmm12, xmm4
-    vpxor        xmm4, xmm13, xmm4
-    vpclmulqdq   xmm15, xmm8, xmm11, 0
-    vmovdqa      [rsp + 1184], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm8, xmm11, 17
-    vmovdqa      [rsp + 480], xmm5                   ; spill
-    vpshufd      xmm5, xmm8, 78
-    vpxor        xmm5, xmm8, xmm5
-    vmovdqa      [rsp + 1248], xmm2                  ; spill
-    vpshufd      xmm2, xmm11, 78
-    vpxor        xmm2, xmm11, xmm2
-    vmovdqa      [rsp + 448], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm5, xmm2, 0
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm10, xmm10, xmm1
-    vmovdqa      [rsp + 352], xmm0                   ; spill
-    vpxor        xmm0, xmm8, xmm6
-    vmovdqa      [rsp + 416], xmm14                  ; spill
-    vpxor        xmm14, xmm11, xmm3
-    vmovdqa      [rsp + 320], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm0, xmm14, 0
-    vmovdqa      [rsp + 1536], xmm9                  ; spill
-    vpclmulqdq   xmm9, xmm0, xmm14, 17
-    vmovdqa      [rsp + 1504], xmm2                  ; spill
-    vpshufd      xmm2, xmm0, 78
-    vpxor        xmm0, xmm0, xmm2
-    vpshufd      xmm2, xmm14, 78
-    vpxor        xmm2, xmm14, xmm2
-    vpclmulqdq   xmm0, xmm0, xmm2, 0
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm2, xmm13, xmm15
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm7, xmm7, xmm2
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm9, xmm9, xmm1
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm9, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm13, xmm9, [rsp + 544], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 544], 17
-    vmovdqa      xmm15, [rsp + 1312]                 ; reload
-    vpclmulqdq   xmm15, xmm15, [rsp + 608], 0
-    vpxor        xmm15, xmm15, xmm13
-    vpxor        xmm15, xmm15, xmm14
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm3, xmm3, [rsp + 544]
-    vpclmulqdq   xmm9, xmm6, xmm3, 0
-    vmovdqa      [rsp + 544], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm6, xmm3, 17
-    vmovdqa      [rsp + 384], xmm7                   ; spill
-    vpshufd      xmm7, xmm6, 78
-    vpxor        xmm7, xmm6, xmm7
-    vmovdqa      [rsp + 608], xmm4                   ; spill
-    vpshufd      xmm4, xmm3, 78
-    vpxor        xmm4, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm7, xmm4, 0
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm7, xmm8, xmm11, 0
-    vmovdqa      [rsp + 1312], xmm12                 ; spill
-    vpclmulqdq   xmm12, xmm8, xmm11, 17
-    vpclmulqdq   xmm5, xmm5, [rsp + 1504], 0
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm3, xmm11, xmm3
-    vpclmulqdq   xmm8, xmm6, xmm3, 0
-    vpclmulqdq   xmm11, xmm6, xmm3, 17
-    vmovdqa      [rsp + 1504], xmm1                  ; spill
-    vpshufd      xmm1, xmm6, 78
-    vpxor        xmm1, xmm6, xmm1
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm3, xmm9, xmm8
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm6, xmm11, xmm12
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm6, xmm10, xmm15
-    vmovdqa      xmm7, [rsp + 1504]                  ; reload
-    vpxor        xmm7, xmm14, xmm7
-    vmovdqa      xmm8, [rsp + 1312]                  ; reload
-    vpxor        xmm9, xmm8, xmm9
-    vpxor        xmm9, xmm9, xmm2
-    vmovdqa      xmm10, [rsp + 608]                  ; reload
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm4, xmm4, xmm6
-    vmovdqa      xmm11, [rsp + 384]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm3, xmm7
-    vmovdqa      xmm13, [rsp + 544]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm12, xmm7
-    vmovdqa      xmm6, [rsp + 1536]                  ; reload
-    vpxor        xmm6, xmm6, [rsp + 320]
-    vmovdqa      xmm7, [rsp + 352]                   ; reload
-    vpxor        xmm7, xmm7, [rsp + 416]
-    vmovdqa      xmm12, [rsp + 1248]                 ; reload
-    vpxor        xmm12, xmm12, [rsp + 448]
-    vmovdqa      xmm14, [rsp + 1184]                 ; reload
-    vpxor        xmm14, xmm14, [rsp + 480]
-    vmovdqa      xmm15, [rsp + 1376]                 ; reload
-    vpxor        xmm15, xmm15, [rsp + 768]
-    vmovdqa      [rsp + 768], xmm5                   ; spill
-    vmovdqa      xmm5, [rsp + 1344]                  ; reload
-    vpxor        xmm8, xmm8, xmm5
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      [rsp + 1312], xmm8                  ; spill
-    vmovdqa      xmm8, [rsp + 672]                   ; reload
-    vpxor        xmm10, xmm8, xmm10
-    vpxor        xmm10, xmm10, xmm7
-    vmovdqa      [rsp + 608], xmm10                  ; spill
-    vmovdqa      xmm10, [rsp + 1088]                 ; reload
-    vpxor        xmm11, xmm10, xmm11
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      [rsp + 384], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 1024]                 ; reload
-    vpxor        xmm13, xmm11, xmm13
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      [rsp + 544], xmm13                  ; spill
-    vmovdqa      xmm13, [rsp + 864]                  ; reload
-    vpxor        xmm9, xmm13, xmm9
-    vpxor        xmm9, xmm9, xmm15
-    vmovdqa      [rsp + 1376], xmm9                  ; spill
-    vmovdqa      xmm9, [rsp + 1472]                  ; reload
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm0, xmm12, xmm0
-    vpxor        xmm2, xmm14, xmm2
-    vmovdqa      xmm6, [rsp + 768]                   ; reload
-    vpxor        xmm6, xmm15, xmm6
-    vpslldq      xmm7, xmm8, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm11, xmm8, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm8, xmm9, xmm11, 8
-    vpxor        xmm8, xmm13, xmm8
-    vmovdqa      xmm10, [rsp + 608]                  ; reload
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vmovdqa      xmm11, [rsp + 1312]                 ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vmovdqa      xmm11, [rsp + 544]                  ; reload
-    vpalignr     xmm10, xmm11, xmm10, 8
-    vmovdqa      xmm12, [rsp + 384]                  ; reload
-    vpxor        xmm10, xmm12, xmm10
-    vpalignr     xmm11, xmm4, xmm11, 8
-    vmovdqa      xmm12, [rsp + 1376]                 ; reload
-    vpxor        xmm11, xmm12, xmm11
-    vpalignr     xmm4, xmm1, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsrldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm6, xmm1
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm2, xmm1, [rax - 128], 0
-    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpclmulqdq   xmm4, xmm0, [rax - 128], 0
-    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpclmulqdq   xmm12, xmm11, [rax - 128], 0
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 1
-    vpxor        xmm1, xmm10, xmm1
-    vpsrldq      xmm10, xmm2, 8
-    vpxor        xmm10, xmm10, xmm1
-    vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm10, xmm10, [rax - 128], 0
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm7, xmm11, xmm7
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm0, xmm9, xmm0
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm5, xmm8, xmm5
-    vpalignr     xmm8, xmm6, xmm12, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vmovdqa      xmm2, [rsp + 128]                   ; reload
-    vpxor        xmm2, xmm2, xmm5
-    vmovdqa      xmm4, [rsp + 32]                    ; reload
     vpxor        xmm4, xmm4, xmm7
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vmovdqa      xmm5, [rsp + 480]                   ; reload
     vpxor        xmm3, xmm5, xmm3
-    vmovdqa      xmm5, [rsp + 576]                   ; reload
+    vmovdqa      xmm5, [rsp + 608]                   ; reload
     vpxor        xmm0, xmm5, xmm0
-    vmovdqa      xmm5, [rsp]                         ; reload
+    vmovdqa      xmm5, [rsp + 448]                   ; reload
     vpxor        xmm1, xmm5, xmm1
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm5, xmm0, xmm0, 17
@@ -9911,36 +9885,36 @@ kg_gf2m571_ladder_step_avx2:
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm1, xmm1, xmm5
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpclmulqdq   xmm6, xmm5, [rsp + 800], 0
-    vpclmulqdq   xmm7, xmm5, [rsp + 800], 17
+    vmovdqa      xmm5, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm6, xmm5, [rsp + 1152], 0
+    vpclmulqdq   xmm7, xmm5, [rsp + 1152], 17
     vpshufd      xmm8, xmm5, 78
     vpxor        xmm8, xmm8, xmm5
-    vpshufd      xmm9, [rsp + 800], 78
-    vmovdqa      xmm10, [rsp + 800]                  ; reload
+    vpshufd      xmm9, [rsp + 1152], 78
+    vmovdqa      xmm10, [rsp + 1152]                 ; reload
     vpxor        xmm9, xmm10, xmm9
     vpclmulqdq   xmm8, xmm8, xmm9, 0
     vpxor        xmm8, xmm8, xmm6
     vpxor        xmm8, xmm8, xmm7
-    vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 736], 0
-    vpclmulqdq   xmm12, xmm9, [rsp + 736], 17
+    vmovdqa      xmm9, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 832], 0
+    vpclmulqdq   xmm12, xmm9, [rsp + 832], 17
     vpshufd      xmm13, xmm9, 78
     vpxor        xmm13, xmm9, xmm13
-    vpshufd      xmm14, [rsp + 736], 78
-    vmovdqa      xmm15, [rsp + 736]                  ; reload
+    vpshufd      xmm14, [rsp + 832], 78
+    vmovdqa      xmm15, [rsp + 832]                  ; reload
     vpxor        xmm14, xmm15, xmm14
-    vmovdqa      [rsp], xmm4                         ; spill
+    vmovdqa      [rsp + 448], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm13, xmm14, 0
     vpxor        xmm4, xmm11, xmm4
     vpxor        xmm4, xmm12, xmm4
-    vmovdqa      [rsp + 576], xmm0                   ; spill
+    vmovdqa      [rsp + 608], xmm0                   ; spill
     vpxor        xmm0, xmm9, xmm5
-    vmovdqa      [rsp + 96], xmm3                    ; spill
+    vmovdqa      [rsp + 480], xmm3                   ; spill
     vpxor        xmm3, xmm10, xmm15
-    vmovdqa      [rsp + 32], xmm2                    ; spill
+    vmovdqa      [rsp + 544], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm0, xmm3, 0
-    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vmovdqa      [rsp + 512], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm0, xmm3, 17
     vmovdqa      [rsp + 1376], xmm13                 ; spill
     vpshufd      xmm13, xmm0, 78
@@ -9957,23 +9931,23 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpxor        xmm1, xmm12, xmm1
     vpxor        xmm1, xmm1, xmm3
-    vmovdqa      xmm3, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm7, xmm3, [rsp + 1408], 0
-    vpclmulqdq   xmm11, xmm3, [rsp + 1408], 17
+    vmovdqa      xmm3, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm7, xmm3, [rsp + 1472], 0
+    vpclmulqdq   xmm11, xmm3, [rsp + 1472], 17
     vpshufd      xmm13, xmm3, 78
     vpxor        xmm13, xmm13, xmm3
-    vmovdqa      [rsp + 544], xmm0                   ; spill
-    vpshufd      xmm0, [rsp + 1408], 78
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 1408]                  ; reload
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpshufd      xmm0, [rsp + 1472], 78
+    vmovdqa      [rsp + 224], xmm2                   ; spill
+    vmovdqa      xmm2, [rsp + 1472]                  ; reload
     vpxor        xmm0, xmm2, xmm0
-    vmovdqa      [rsp + 608], xmm8                   ; spill
+    vmovdqa      [rsp + 576], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm13, xmm0, 0
     vpxor        xmm8, xmm8, xmm7
     vpxor        xmm8, xmm8, xmm11
     vmovdqa      [rsp + 1312], xmm0                  ; spill
     vpxor        xmm0, xmm5, xmm3
-    vmovdqa      [rsp + 1472], xmm13                 ; spill
+    vmovdqa      [rsp + 1408], xmm13                 ; spill
     vpxor        xmm13, xmm10, xmm2
     vpclmulqdq   xmm2, xmm0, xmm13, 0
     vpclmulqdq   xmm3, xmm0, xmm13, 17
@@ -10016,30 +9990,30 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      xmm8, [rsp + 864]                   ; reload
     vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm1
-    vmovdqa      xmm10, [rsp + 608]                  ; reload
+    vmovdqa      xmm10, [rsp + 576]                  ; reload
     vpxor        xmm5, xmm10, xmm5
     vpxor        xmm5, xmm5, xmm4
-    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm9, xmm12, xmm9
     vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm13, [rsp + 544]                  ; reload
+    vmovdqa      xmm13, [rsp + 320]                  ; reload
     vpxor        xmm0, xmm13, xmm0
     vpxor        xmm1, xmm3, xmm1
     vpxor        xmm3, xmm11, xmm4
     vpxor        xmm4, xmm6, xmm7
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 1152], 0
-    vpclmulqdq   xmm11, xmm6, [rsp + 1152], 17
+    vmovdqa      xmm6, [rsp]                         ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 800], 0
+    vpclmulqdq   xmm11, xmm6, [rsp + 800], 17
     vpshufd      xmm14, xmm6, 78
     vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm15, [rsp + 1152], 78
+    vpshufd      xmm15, [rsp + 800], 78
     vmovdqa      [rsp + 1024], xmm5                  ; spill
-    vmovdqa      xmm5, [rsp + 1152]                  ; reload
+    vmovdqa      xmm5, [rsp + 800]                   ; reload
     vpxor        xmm15, xmm15, xmm5
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm7
     vpxor        xmm14, xmm14, xmm11
-    vmovdqa      xmm15, [rsp + 288]                  ; reload
+    vmovdqa      xmm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 1376], xmm2                  ; spill
     vpclmulqdq   xmm2, xmm15, [rsp + 1120], 0
     vpxor        xmm13, xmm15, xmm6
@@ -10059,31 +10033,31 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm10, xmm10, xmm2
     vpxor        xmm4, xmm14, xmm4
     vpxor        xmm2, xmm8, xmm2
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vmovdqa      xmm8, [rsp + 128]                   ; reload
     vpxor        xmm6, xmm8, xmm6
-    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vmovdqa      xmm8, [rsp + 96]                    ; reload
     vpxor        xmm8, xmm8, xmm15
-    vmovdqa      xmm11, [rsp + 800]                  ; reload
+    vmovdqa      xmm11, [rsp + 1152]                 ; reload
     vpxor        xmm12, xmm11, xmm5
-    vmovdqa      xmm13, [rsp + 736]                  ; reload
+    vmovdqa      xmm13, [rsp + 832]                  ; reload
     vpxor        xmm15, xmm13, [rsp + 1120]
     vpclmulqdq   xmm5, xmm6, xmm12, 0
     vpclmulqdq   xmm13, xmm6, xmm12, 17
     vpshufd      xmm11, xmm6, 78
     vpxor        xmm11, xmm11, xmm6
-    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vmovdqa      [rsp + 32], xmm2                    ; spill
     vpshufd      xmm2, xmm12, 78
     vpxor        xmm2, xmm12, xmm2
     vpclmulqdq   xmm2, xmm11, xmm2, 0
     vpxor        xmm2, xmm2, xmm5
     vpxor        xmm2, xmm13, xmm2
     vpclmulqdq   xmm11, xmm8, xmm15, 0
-    vmovdqa      [rsp + 192], xmm3                   ; spill
+    vmovdqa      [rsp + 96], xmm3                    ; spill
     vpclmulqdq   xmm3, xmm8, xmm15, 17
-    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vmovdqa      [rsp], xmm4                         ; spill
     vpshufd      xmm4, xmm8, 78
     vpxor        xmm4, xmm8, xmm4
-    vmovdqa      [rsp + 160], xmm1                   ; spill
+    vmovdqa      [rsp + 128], xmm1                   ; spill
     vpshufd      xmm1, xmm15, 78
     vpxor        xmm1, xmm15, xmm1
     vmovdqa      [rsp + 672], xmm10                  ; spill
@@ -10092,13 +10066,13 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm10, xmm10, xmm3
     vmovdqa      [rsp + 1344], xmm0                  ; spill
     vpxor        xmm0, xmm8, xmm6
-    vmovdqa      [rsp + 768], xmm14                  ; spill
+    vmovdqa      [rsp + 736], xmm14                  ; spill
     vpxor        xmm14, xmm12, xmm15
-    vmovdqa      [rsp + 480], xmm7                   ; spill
+    vmovdqa      [rsp + 352], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm0, xmm14, 0
     vmovdqa      [rsp + 1184], xmm9                  ; spill
     vpclmulqdq   xmm9, xmm0, xmm14, 17
-    vmovdqa      [rsp + 448], xmm1                   ; spill
+    vmovdqa      [rsp + 192], xmm1                   ; spill
     vpshufd      xmm1, xmm0, 78
     vpxor        xmm0, xmm0, xmm1
     vpshufd      xmm1, xmm14, 78
@@ -10113,22 +10087,22 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm9, xmm9, xmm3
     vpxor        xmm1, xmm9, xmm1
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 1408], 0
-    vpclmulqdq   xmm13, xmm9, [rsp + 1408], 17
-    vmovdqa      xmm14, [rsp + 1472]                 ; reload
+    vmovdqa      xmm9, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 1472], 0
+    vpclmulqdq   xmm13, xmm9, [rsp + 1472], 17
+    vmovdqa      xmm14, [rsp + 1408]                 ; reload
     vpclmulqdq   xmm14, xmm14, [rsp + 1312], 0
     vpxor        xmm14, xmm14, xmm11
     vpxor        xmm14, xmm14, xmm13
     vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm9, xmm12, [rsp + 1408]
+    vpxor        xmm9, xmm12, [rsp + 1472]
     vpclmulqdq   xmm12, xmm6, xmm9, 0
-    vmovdqa      [rsp + 224], xmm0                   ; spill
+    vmovdqa      [rsp + 64], xmm0                    ; spill
     vpclmulqdq   xmm0, xmm6, xmm9, 17
     vmovdqa      [rsp + 1312], xmm7                  ; spill
     vpshufd      xmm7, xmm6, 78
     vpxor        xmm7, xmm6, xmm7
-    vmovdqa      [rsp + 1472], xmm2                  ; spill
+    vmovdqa      [rsp + 1408], xmm2                  ; spill
     vpshufd      xmm2, xmm9, 78
     vpxor        xmm2, xmm9, xmm2
     vpclmulqdq   xmm2, xmm7, xmm2, 0
@@ -10137,14 +10111,14 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm7, xmm8, xmm15, 0
     vmovdqa      [rsp + 1248], xmm5                  ; spill
     vpclmulqdq   xmm5, xmm8, xmm15, 17
-    vpclmulqdq   xmm4, xmm4, [rsp + 448], 0
+    vpclmulqdq   xmm4, xmm4, [rsp + 192], 0
     vpxor        xmm4, xmm4, xmm7
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm8, xmm9, xmm15
     vpclmulqdq   xmm9, xmm6, xmm8, 0
     vpclmulqdq   xmm15, xmm6, xmm8, 17
-    vmovdqa      [rsp + 448], xmm3                   ; spill
+    vmovdqa      [rsp + 192], xmm3                   ; spill
     vpshufd      xmm3, xmm6, 78
     vpxor        xmm3, xmm6, xmm3
     vpshufd      xmm6, xmm8, 78
@@ -10161,49 +10135,49 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm7, xmm10, xmm14
-    vmovdqa      xmm8, [rsp + 448]                   ; reload
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
     vpxor        xmm8, xmm8, xmm13
     vmovdqa      xmm9, [rsp + 1248]                  ; reload
     vpxor        xmm10, xmm9, xmm12
     vpxor        xmm10, xmm10, xmm1
-    vmovdqa      xmm11, [rsp + 1472]                 ; reload
+    vmovdqa      xmm11, [rsp + 1408]                 ; reload
     vpxor        xmm2, xmm11, xmm2
     vpxor        xmm2, xmm2, xmm7
     vmovdqa      xmm12, [rsp + 1312]                 ; reload
     vpxor        xmm6, xmm12, xmm6
     vpxor        xmm6, xmm8, xmm6
-    vmovdqa      xmm13, [rsp + 224]                  ; reload
+    vmovdqa      xmm13, [rsp + 64]                   ; reload
     vpxor        xmm3, xmm13, xmm3
     vpxor        xmm0, xmm0, xmm1
     vpxor        xmm1, xmm4, xmm7
     vpxor        xmm4, xmm8, xmm5
     vmovdqa      xmm5, [rsp + 1184]                  ; reload
-    vpxor        xmm5, xmm5, [rsp + 480]
+    vpxor        xmm5, xmm5, [rsp + 352]
     vmovdqa      xmm7, [rsp + 1344]                  ; reload
-    vpxor        xmm7, xmm7, [rsp + 768]
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm7, xmm7, [rsp + 736]
+    vmovdqa      xmm8, [rsp + 128]                   ; reload
     vpxor        xmm8, xmm8, [rsp + 672]
-    vmovdqa      xmm14, [rsp + 192]                  ; reload
-    vpxor        xmm14, xmm14, [rsp + 256]
+    vmovdqa      xmm14, [rsp + 96]                   ; reload
+    vpxor        xmm14, xmm14, [rsp]
     vmovdqa      xmm15, [rsp + 1088]                 ; reload
-    vpxor        xmm15, xmm15, [rsp + 288]
-    vmovdqa      [rsp + 288], xmm4                   ; spill
+    vpxor        xmm15, xmm15, [rsp + 32]
+    vmovdqa      [rsp + 32], xmm4                    ; spill
     vmovdqa      xmm4, [rsp + 864]                   ; reload
     vpxor        xmm9, xmm9, xmm4
     vpxor        xmm9, xmm9, xmm5
     vmovdqa      [rsp + 1248], xmm9                  ; spill
-    vmovdqa      xmm9, [rsp + 608]                   ; reload
+    vmovdqa      xmm9, [rsp + 576]                   ; reload
     vpxor        xmm11, xmm9, xmm11
     vpxor        xmm11, xmm11, xmm7
-    vmovdqa      [rsp + 1472], xmm11                 ; spill
-    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vmovdqa      [rsp + 1408], xmm11                 ; spill
+    vmovdqa      xmm11, [rsp + 224]                  ; reload
     vpxor        xmm12, xmm11, xmm12
     vpxor        xmm12, xmm12, xmm8
     vmovdqa      [rsp + 1312], xmm12                 ; spill
-    vmovdqa      xmm12, [rsp + 544]                  ; reload
+    vmovdqa      xmm12, [rsp + 320]                  ; reload
     vpxor        xmm13, xmm12, xmm13
     vpxor        xmm13, xmm13, xmm14
-    vmovdqa      [rsp + 224], xmm13                  ; spill
+    vmovdqa      [rsp + 64], xmm13                   ; spill
     vmovdqa      xmm13, [rsp + 1376]                 ; reload
     vpxor        xmm10, xmm13, xmm10
     vpxor        xmm10, xmm10, xmm15
@@ -10214,30 +10188,30 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm3, xmm3, xmm7
     vpxor        xmm0, xmm8, xmm0
     vpxor        xmm1, xmm14, xmm1
-    vmovdqa      xmm6, [rsp + 288]                   ; reload
+    vmovdqa      xmm6, [rsp + 32]                    ; reload
     vpxor        xmm6, xmm15, xmm6
     vmovdqa      xmm7, [rsp + 1440]                  ; reload
     vpclmulqdq   xmm8, xmm7, [rsp + 640], 0
     vpclmulqdq   xmm14, xmm7, [rsp + 640], 17
     vpshufd      xmm15, xmm7, 78
     vpxor        xmm15, xmm15, xmm7
-    vmovdqa      [rsp + 288], xmm6                   ; spill
+    vmovdqa      [rsp + 32], xmm6                    ; spill
     vpshufd      xmm6, [rsp + 640], 78
-    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vmovdqa      [rsp], xmm1                         ; spill
     vmovdqa      xmm1, [rsp + 640]                   ; reload
     vpxor        xmm6, xmm1, xmm6
     vpclmulqdq   xmm6, xmm15, xmm6, 0
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm6, xmm14, xmm6
     vmovdqa      xmm15, [rsp + 896]                  ; reload
-    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vmovdqa      [rsp + 96], xmm0                    ; spill
     vpclmulqdq   xmm0, xmm15, [rsp + 704], 0
     vmovdqa      [rsp + 672], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm15, [rsp + 704], 17
-    vmovdqa      [rsp + 160], xmm5                   ; spill
+    vmovdqa      [rsp + 128], xmm5                   ; spill
     vpshufd      xmm5, xmm15, 78
     vpxor        xmm5, xmm15, xmm5
-    vmovdqa      [rsp + 768], xmm2                   ; spill
+    vmovdqa      [rsp + 736], xmm2                   ; spill
     vpshufd      xmm2, [rsp + 704], 78
     vmovdqa      xmm10, [rsp + 704]                  ; reload
     vpxor        xmm2, xmm10, xmm2
@@ -10268,18 +10242,18 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm4, [rsp + 960], 17
     vpshufd      xmm14, xmm4, 78
     vpxor        xmm14, xmm14, xmm4
-    vmovdqa      [rsp + 480], xmm2                   ; spill
+    vmovdqa      [rsp + 352], xmm2                   ; spill
     vpshufd      xmm2, [rsp + 960], 78
     vmovdqa      [rsp + 1184], xmm9                  ; spill
     vmovdqa      xmm9, [rsp + 960]                   ; reload
     vpxor        xmm2, xmm9, xmm2
-    vmovdqa      [rsp + 448], xmm6                   ; spill
+    vmovdqa      [rsp + 192], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm14, xmm2, 0
     vpxor        xmm6, xmm11, xmm6
     vpxor        xmm6, xmm12, xmm6
-    vmovdqa      [rsp + 416], xmm2                   ; spill
+    vmovdqa      [rsp + 160], xmm2                   ; spill
     vpxor        xmm2, xmm7, xmm4
-    vmovdqa      [rsp + 352], xmm14                  ; spill
+    vmovdqa      [rsp + 256], xmm14                  ; spill
     vpxor        xmm14, xmm9, xmm1
     vpclmulqdq   xmm4, xmm2, xmm14, 0
     vpclmulqdq   xmm9, xmm2, xmm14, 17
@@ -10291,7 +10265,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpxor        xmm1, xmm9, xmm1
     vpclmulqdq   xmm7, xmm15, xmm10, 0
-    vmovdqa      [rsp + 320], xmm8                   ; spill
+    vmovdqa      [rsp + 288], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm15, xmm10, 17
     vpclmulqdq   xmm5, xmm5, [rsp + 1344], 0
     vpxor        xmm5, xmm5, xmm7
@@ -10319,28 +10293,28 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm13, xmm6
     vmovdqa      xmm9, [rsp + 1344]                  ; reload
     vpxor        xmm9, xmm9, xmm12
-    vmovdqa      xmm10, [rsp + 320]                  ; reload
+    vmovdqa      xmm10, [rsp + 288]                  ; reload
     vpxor        xmm4, xmm10, xmm4
     vpxor        xmm4, xmm4, xmm0
-    vmovdqa      xmm11, [rsp + 448]                  ; reload
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
     vpxor        xmm1, xmm11, xmm1
     vpxor        xmm1, xmm1, xmm6
     vmovdqa      xmm12, [rsp + 1184]                 ; reload
     vpxor        xmm7, xmm12, xmm7
     vpxor        xmm7, xmm9, xmm7
-    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vmovdqa      xmm13, [rsp + 352]                  ; reload
     vpxor        xmm2, xmm13, xmm2
     vpxor        xmm0, xmm3, xmm0
     vpxor        xmm3, xmm5, xmm6
     vpxor        xmm5, xmm8, xmm9
     vmovdqa      xmm6, [rsp + 992]                   ; reload
-    vpclmulqdq   xmm8, xmm6, [rsp + 832], 0
-    vpclmulqdq   xmm9, xmm6, [rsp + 832], 17
+    vpclmulqdq   xmm8, xmm6, [rsp + 768], 0
+    vpclmulqdq   xmm9, xmm6, [rsp + 768], 17
     vpshufd      xmm14, xmm6, 78
     vpxor        xmm14, xmm14, xmm6
-    vpshufd      xmm15, [rsp + 832], 78
+    vpshufd      xmm15, [rsp + 768], 78
     vmovdqa      [rsp + 1344], xmm1                  ; spill
-    vmovdqa      xmm1, [rsp + 832]                   ; reload
+    vmovdqa      xmm1, [rsp + 768]                   ; reload
     vpxor        xmm15, xmm15, xmm1
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpxor        xmm14, xmm14, xmm8
@@ -10386,7 +10360,7 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm15, xmm10, xmm11, 0
     vmovdqa      [rsp + 704], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm10, xmm11, 17
-    vmovdqa      [rsp + 832], xmm5                   ; spill
+    vmovdqa      [rsp + 768], xmm5                   ; spill
     vpshufd      xmm5, xmm10, 78
     vpxor        xmm5, xmm10, xmm5
     vmovdqa      [rsp + 640], xmm0                   ; spill
@@ -10422,8 +10396,8 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      xmm8, [rsp + 928]                   ; reload
     vpclmulqdq   xmm13, xmm8, [rsp + 960], 0
     vpclmulqdq   xmm14, xmm8, [rsp + 960], 17
-    vmovdqa      xmm15, [rsp + 352]                  ; reload
-    vpclmulqdq   xmm15, xmm15, [rsp + 416], 0
+    vmovdqa      xmm15, [rsp + 256]                  ; reload
+    vpclmulqdq   xmm15, xmm15, [rsp + 160], 0
     vpxor        xmm15, xmm15, xmm13
     vpxor        xmm15, xmm15, xmm14
     vpxor        xmm6, xmm8, xmm6
@@ -10434,14 +10408,14 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      [rsp + 928], xmm7                   ; spill
     vpshufd      xmm7, xmm6, 78
     vpxor        xmm7, xmm6, xmm7
-    vmovdqa      [rsp + 416], xmm4                   ; spill
+    vmovdqa      [rsp + 160], xmm4                   ; spill
     vpshufd      xmm4, xmm1, 78
     vpxor        xmm4, xmm1, xmm4
     vpclmulqdq   xmm4, xmm7, xmm4, 0
     vpxor        xmm4, xmm8, xmm4
     vpxor        xmm4, xmm4, xmm0
     vpclmulqdq   xmm7, xmm10, xmm11, 0
-    vmovdqa      [rsp + 352], xmm12                  ; spill
+    vmovdqa      [rsp + 256], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm10, xmm11, 17
     vpclmulqdq   xmm5, xmm5, [rsp + 1568], 0
     vpxor        xmm5, xmm5, xmm7
@@ -10469,10 +10443,10 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm9, xmm15
     vmovdqa      xmm7, [rsp + 1568]                  ; reload
     vpxor        xmm7, xmm14, xmm7
-    vmovdqa      xmm9, [rsp + 352]                   ; reload
+    vmovdqa      xmm9, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm9, xmm8
     vpxor        xmm8, xmm8, xmm2
-    vmovdqa      xmm10, [rsp + 416]                  ; reload
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
     vpxor        xmm4, xmm10, xmm4
     vpxor        xmm4, xmm4, xmm6
     vmovdqa      xmm11, [rsp + 928]                  ; reload
@@ -10490,23 +10464,23 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      xmm12, [rsp + 640]                  ; reload
     vpxor        xmm12, xmm12, [rsp + 1216]
     vmovdqa      xmm14, [rsp + 704]                  ; reload
-    vpxor        xmm14, xmm14, [rsp + 832]
+    vpxor        xmm14, xmm14, [rsp + 768]
     vmovdqa      xmm15, [rsp + 1504]                 ; reload
     vpxor        xmm15, xmm15, [rsp + 1056]
     vmovdqa      [rsp + 1056], xmm5                  ; spill
-    vmovdqa      xmm5, [rsp + 320]                   ; reload
+    vmovdqa      xmm5, [rsp + 288]                   ; reload
     vpxor        xmm9, xmm9, xmm5
     vpxor        xmm9, xmm9, xmm6
-    vmovdqa      [rsp + 352], xmm9                   ; spill
-    vmovdqa      xmm9, [rsp + 448]                   ; reload
+    vmovdqa      [rsp + 256], xmm9                   ; spill
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
     vpxor        xmm10, xmm9, xmm10
     vpxor        xmm10, xmm10, xmm7
-    vmovdqa      [rsp + 416], xmm10                  ; spill
+    vmovdqa      [rsp + 160], xmm10                  ; spill
     vmovdqa      xmm10, [rsp + 1184]                 ; reload
     vpxor        xmm11, xmm10, xmm11
     vpxor        xmm11, xmm11, xmm12
     vmovdqa      [rsp + 928], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 480]                  ; reload
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
     vpxor        xmm13, xmm11, xmm13
     vpxor        xmm13, xmm13, xmm14
     vmovdqa      [rsp + 960], xmm13                  ; spill
@@ -10524,39 +10498,39 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm15, xmm6
     vmovdqa      xmm7, [rsp + 864]                   ; reload
     vpxor        xmm5, xmm7, xmm5
-    vmovdqa      xmm7, [rsp + 608]                   ; reload
+    vmovdqa      xmm7, [rsp + 576]                   ; reload
     vpxor        xmm7, xmm9, xmm7
-    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
     vpxor        xmm9, xmm9, xmm10
-    vmovdqa      xmm10, [rsp + 544]                  ; reload
+    vmovdqa      xmm10, [rsp + 320]                  ; reload
     vpxor        xmm10, xmm10, xmm11
     vmovdqa      xmm11, [rsp + 1376]                 ; reload
     vpxor        xmm11, xmm11, xmm13
     vmovdqa      xmm12, [rsp + 1024]                 ; reload
     vpxor        xmm8, xmm12, xmm8
     vmovdqa      xmm12, [rsp + 1248]                 ; reload
-    vpxor        xmm12, xmm12, [rsp + 352]
-    vmovdqa      xmm13, [rsp + 1472]                 ; reload
-    vpxor        xmm13, xmm13, [rsp + 416]
+    vpxor        xmm12, xmm12, [rsp + 256]
+    vmovdqa      xmm13, [rsp + 1408]                 ; reload
+    vpxor        xmm13, xmm13, [rsp + 160]
     vmovdqa      xmm14, [rsp + 1312]                 ; reload
     vpxor        xmm14, xmm14, [rsp + 928]
-    vmovdqa      xmm15, [rsp + 224]                  ; reload
+    vmovdqa      xmm15, [rsp + 64]                   ; reload
     vpxor        xmm15, xmm15, [rsp + 960]
     vmovdqa      [rsp + 960], xmm14                  ; spill
     vmovdqa      xmm14, [rsp + 1088]                 ; reload
     vpxor        xmm14, xmm14, [rsp + 1504]
     vmovdqa      [rsp + 1504], xmm14                 ; spill
-    vmovdqa      xmm14, [rsp + 768]                  ; reload
+    vmovdqa      xmm14, [rsp + 736]                  ; reload
     vpxor        xmm4, xmm14, xmm4
-    vmovdqa      xmm14, [rsp + 160]                  ; reload
+    vmovdqa      xmm14, [rsp + 128]                  ; reload
     vpxor        xmm3, xmm14, xmm3
     vmovdqa      xmm14, [rsp + 672]                  ; reload
     vpxor        xmm1, xmm14, xmm1
-    vmovdqa      xmm14, [rsp + 192]                  ; reload
+    vmovdqa      xmm14, [rsp + 96]                   ; reload
     vpxor        xmm0, xmm14, xmm0
-    vmovdqa      xmm14, [rsp + 256]                  ; reload
+    vmovdqa      xmm14, [rsp]                        ; reload
     vpxor        xmm2, xmm14, xmm2
-    vmovdqa      xmm14, [rsp + 288]                  ; reload
+    vmovdqa      xmm14, [rsp + 32]                   ; reload
     vpxor        xmm6, xmm14, xmm6
     vpslldq      xmm14, xmm7, 8
     vpxor        xmm5, xmm14, xmm5
@@ -10606,7 +10580,7 @@ kg_gf2m571_ladder_step_avx2:
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm2, [rsp + 128]                   ; reload
+    vmovdqa      xmm2, [rsp + 512]                   ; reload
     vpsrlq       xmm4, xmm2, 59
     vpsllq       xmm6, xmm4, 10
     vpsllq       xmm8, xmm4, 5
@@ -10616,14 +10590,14 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpxor        xmm4, xmm9, xmm4
     vpxor        xmm4, xmm6, xmm4
-    vmovdqa      xmm6, [rsp + 32]                    ; reload
+    vmovdqa      xmm6, [rsp + 544]                   ; reload
     vpxor        xmm4, xmm6, xmm4
     vmovdqu      [rdi], xmm4
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vmovdqa      xmm4, [rsp + 480]                   ; reload
     vmovdqu      [rdi + 16], xmm4
-    vmovdqa      xmm4, [rsp + 576]                   ; reload
+    vmovdqa      xmm4, [rsp + 608]                   ; reload
     vmovdqu      [rdi + 32], xmm4
-    vmovdqa      xmm4, [rsp]                         ; reload
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
     vmovdqu      [rdi + 48], xmm4
     vmovq        qword [rdi + 64], xmm2
     vmovdqa      xmm2, [rsp + 1760]                  ; reload
@@ -10638,9 +10612,9 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      xmm6, [rsp + 1728]                  ; reload
     vpxor        xmm4, xmm6, xmm4
     vmovdqu      [rdi + 72], xmm4
-    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vmovdqa      xmm4, [rsp + 416]                   ; reload
     vmovdqu      [rdi + 88], xmm4
-    vmovdqa      xmm4, [rsp + 512]                   ; reload
+    vmovdqa      xmm4, [rsp + 384]                   ; reload
     vmovdqu      [rdi + 104], xmm4
     vmovdqa      xmm4, [rsp + 1280]                  ; reload
     vmovdqu      [rdi + 120], xmm4
@@ -10668,14 +10642,14 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm2, xmm2, xmm3
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm1, xmm2, xmm1
-    vmovdqa      xmm2, [rsp + 800]                   ; reload
+    vmovdqa      xmm2, [rsp + 1152]                  ; reload
     vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi + 216], xmm1
-    vmovdqa      xmm1, [rsp + 736]                   ; reload
+    vmovdqa      xmm1, [rsp + 832]                   ; reload
     vmovdqu      [rdi + 232], xmm1
-    vmovdqa      xmm1, [rsp + 1408]                  ; reload
+    vmovdqa      xmm1, [rsp + 1472]                  ; reload
     vmovdqu      [rdi + 248], xmm1
-    vmovdqa      xmm1, [rsp + 1152]                  ; reload
+    vmovdqa      xmm1, [rsp + 800]                   ; reload
     vmovdqu      [rdi + 264], xmm1
     vmovq        qword [rdi + 280], xmm0
     mov rsp, rbp

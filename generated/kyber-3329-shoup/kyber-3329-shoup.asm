@@ -1247,276 +1247,260 @@ global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329s
 align 32
 kg_kyber3329shoup_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm15, [rel pw_m3327]               ; held in a register: read 24 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 64]
-    vmovdqu      ymm3, [rsi + 32]
-    vmovdqu      ymm4, [rsi + 96]
-    vmovdqu      ymm5, [rdx]
-    vmovdqu      ymm6, [rdx + 64]
-    vmovdqu      ymm7, [rdx + 32]
-    vmovdqu      ymm8, [rdx + 96]
-    vpmullw      ymm9, ymm15, ymm5
-    vpmullw      ymm10, ymm15, ymm6
-    vpmullw      ymm9, ymm9, ymm1
-    vpmullw      ymm10, ymm10, ymm2
-    vpmulhw      ymm11, ymm1, ymm5
-    vpmulhw      ymm12, ymm2, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
+    vmovdqu      ymm1, [rel pw_m3327]                ; q^-1
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rsi + 96]
+    vmovdqu      ymm4, [rdx]
+    vmovdqu      ymm5, [rdx + 64]
+    vpmullw      ymm6, ymm4, ymm1
+    vpmullw      ymm7, ymm5, ymm1
+    vpmullw      ymm8, ymm1, [rdx + 32]
+    vpmullw      ymm9, ymm1, [rdx + 96]
+    vpmullw      ymm10, ymm6, [rsi]
+    vpmullw      ymm11, ymm7, [rsi + 64]
+    vpmulhw      ymm12, ymm4, [rsi]
+    vpmulhw      ymm13, ymm5, [rsi + 64]
     vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm9, ymm11, ymm9
-    vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm15, ymm7
-    vpmullw      ymm12, ymm8, ymm15
-    vpmullw      ymm11, ymm11, ymm3
-    vpmullw      ymm12, ymm12, ymm4
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
-    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm10, ymm12, ymm10
     vpsubw       ymm11, ymm13, ymm11
+    vpmullw      ymm12, ymm8, ymm2
+    vpmullw      ymm13, ymm9, ymm3
+    vpmulhw      ymm14, ymm2, [rdx + 32]
+    vpmulhw      ymm15, ymm3, [rdx + 96]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm14, ymm12
-    vpaddw       ymm1, ymm1, ymm3
-    vpaddw       ymm2, ymm2, ymm4
-    vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm8, ymm6
-    vpmullw      ymm5, ymm15, ymm3
-    vpmullw      ymm6, ymm15, ymm4
-    vpmullw      ymm5, ymm1, ymm5
+    vpsubw       ymm13, ymm15, ymm13
+    vpaddw       ymm4, ymm4, [rdx + 32]
+    vpaddw       ymm5, ymm5, [rdx + 96]
+    vpaddw       ymm2, ymm2, [rsi]
+    vpaddw       ymm3, ymm3, [rsi + 64]
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm7, ymm9, ymm7
     vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
+    vpmullw      ymm7, ymm3, ymm7
     vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm3, ymm3, ymm5
     vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpmulhw      ymm5, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm3, ymm3, ymm5
     vpsubw       ymm2, ymm2, ymm10
-    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm3, ymm3, ymm11
     vpsubw       ymm2, ymm2, ymm12
+    vpsubw       ymm3, ymm3, ymm13
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm3, ymm11, [rax - 96]
-    vpmullw      ymm4, ymm12, [rax - 32]
-    vpmulhw      ymm5, ymm11, [rax - 128]
-    vpmulhw      ymm6, ymm12, [rax - 64]
-    vpmulhw      ymm3, ymm3, ymm0
+    vpmullw      ymm4, ymm12, [rax - 96]
+    vpmullw      ymm5, ymm13, [rax - 32]
+    vpmulhw      ymm6, ymm12, [rax - 128]
+    vpmulhw      ymm7, ymm13, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm5, ymm3
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm6, ymm4
-    vpaddw       ymm3, ymm9, ymm3
+    vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm4, ymm10, ymm4
-    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm11, ymm5
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpsraw       ymm7, ymm5, 15                      ; lift: the output range asked for
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpand        ymm5, ymm5, [rax - 128]
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm3, ymm3, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm4, ymm4, ymm6
-    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm5, ymm7
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rax - 128]
+    vpsraw       ymm7, ymm3, 15                      ; lift: the output range asked for
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm1, ymm1, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi], ymm3
-    vmovdqu      [rdi + 64], ymm4
-    vmovdqu      [rdi + 32], ymm1
-    vmovdqu      [rdi + 96], ymm2
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 192]
-    vmovdqu      ymm3, [rsi + 160]
-    vmovdqu      ymm4, [rsi + 224]
-    vmovdqu      ymm5, [rdx + 128]
-    vmovdqu      ymm6, [rdx + 192]
-    vmovdqu      ymm7, [rdx + 160]
-    vmovdqu      ymm8, [rdx + 224]
-    vpmullw      ymm9, ymm15, ymm5
-    vpmullw      ymm10, ymm15, ymm6
-    vpmullw      ymm9, ymm9, ymm1
-    vpmullw      ymm10, ymm10, ymm2
-    vpmulhw      ymm11, ymm1, ymm5
-    vpmulhw      ymm12, ymm2, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
+    vpaddw       ymm3, ymm3, ymm7
+    vmovdqu      [rdi], ymm4
+    vmovdqu      [rdi + 64], ymm5
+    vmovdqu      [rdi + 32], ymm2
+    vmovdqu      [rdi + 96], ymm3
+    vmovdqu      ymm2, [rsi + 160]
+    vmovdqu      ymm3, [rsi + 224]
+    vmovdqu      ymm4, [rdx + 128]
+    vmovdqu      ymm5, [rdx + 192]
+    vpmullw      ymm6, ymm4, ymm1
+    vpmullw      ymm7, ymm5, ymm1
+    vpmullw      ymm8, ymm1, [rdx + 160]
+    vpmullw      ymm9, ymm1, [rdx + 224]
+    vpmullw      ymm10, ymm6, [rsi + 128]
+    vpmullw      ymm11, ymm7, [rsi + 192]
+    vpmulhw      ymm12, ymm4, [rsi + 128]
+    vpmulhw      ymm13, ymm5, [rsi + 192]
     vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm9, ymm11, ymm9
-    vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm15, ymm7
-    vpmullw      ymm12, ymm8, ymm15
-    vpmullw      ymm11, ymm11, ymm3
-    vpmullw      ymm12, ymm12, ymm4
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
-    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm10, ymm12, ymm10
     vpsubw       ymm11, ymm13, ymm11
+    vpmullw      ymm12, ymm8, ymm2
+    vpmullw      ymm13, ymm9, ymm3
+    vpmulhw      ymm14, ymm2, [rdx + 160]
+    vpmulhw      ymm15, ymm3, [rdx + 224]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm14, ymm12
-    vpaddw       ymm1, ymm1, ymm3
-    vpaddw       ymm2, ymm2, ymm4
-    vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm8, ymm6
-    vpmullw      ymm5, ymm15, ymm3
-    vpmullw      ymm6, ymm15, ymm4
-    vpmullw      ymm5, ymm1, ymm5
+    vpsubw       ymm13, ymm15, ymm13
+    vpaddw       ymm4, ymm4, [rdx + 160]
+    vpaddw       ymm5, ymm5, [rdx + 224]
+    vpaddw       ymm2, ymm2, [rsi + 128]
+    vpaddw       ymm3, ymm3, [rsi + 192]
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm7, ymm9, ymm7
     vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
+    vpmullw      ymm7, ymm3, ymm7
     vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm3, ymm3, ymm5
     vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpmulhw      ymm5, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm3, ymm3, ymm5
     vpsubw       ymm2, ymm2, ymm10
-    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm3, ymm3, ymm11
     vpsubw       ymm2, ymm2, ymm12
+    vpsubw       ymm3, ymm3, ymm13
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 128
-    vpmullw      ymm3, ymm11, [rax - 96]
-    vpmullw      ymm4, ymm12, [rax - 32]
-    vpmulhw      ymm5, ymm11, [rax - 128]
-    vpmulhw      ymm6, ymm12, [rax - 64]
-    vpmulhw      ymm3, ymm3, ymm0
+    vpmullw      ymm4, ymm12, [rax - 96]
+    vpmullw      ymm5, ymm13, [rax - 32]
+    vpmulhw      ymm6, ymm12, [rax - 128]
+    vpmulhw      ymm7, ymm13, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm5, ymm3
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm6, ymm4
-    vpaddw       ymm3, ymm9, ymm3
+    vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm4, ymm10, ymm4
-    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm11, ymm5
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpsraw       ymm7, ymm5, 15                      ; lift: the output range asked for
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpand        ymm5, ymm5, [rax - 128]
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm3, ymm3, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm4, ymm4, ymm6
-    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm5, ymm7
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rax - 128]
+    vpsraw       ymm7, ymm3, 15                      ; lift: the output range asked for
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm1, ymm1, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 192], ymm4
-    vmovdqu      [rdi + 160], ymm1
-    vmovdqu      [rdi + 224], ymm2
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 320]
-    vmovdqu      ymm3, [rsi + 288]
-    vmovdqu      ymm4, [rsi + 352]
-    vmovdqu      ymm5, [rdx + 256]
-    vmovdqu      ymm6, [rdx + 320]
-    vmovdqu      ymm7, [rdx + 288]
-    vmovdqu      ymm8, [rdx + 352]
-    vpmullw      ymm9, ymm15, ymm5
-    vpmullw      ymm10, ymm15, ymm6
-    vpmullw      ymm9, ymm9, ymm1
-    vpmullw      ymm10, ymm10, ymm2
-    vpmulhw      ymm11, ymm1, ymm5
-    vpmulhw      ymm12, ymm2, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
+    vpaddw       ymm3, ymm3, ymm7
+    vmovdqu      [rdi + 128], ymm4
+    vmovdqu      [rdi + 192], ymm5
+    vmovdqu      [rdi + 160], ymm2
+    vmovdqu      [rdi + 224], ymm3
+    vmovdqu      ymm2, [rsi + 288]
+    vmovdqu      ymm3, [rsi + 352]
+    vmovdqu      ymm4, [rdx + 256]
+    vmovdqu      ymm5, [rdx + 320]
+    vpmullw      ymm6, ymm4, ymm1
+    vpmullw      ymm7, ymm5, ymm1
+    vpmullw      ymm8, ymm1, [rdx + 288]
+    vpmullw      ymm9, ymm1, [rdx + 352]
+    vpmullw      ymm10, ymm6, [rsi + 256]
+    vpmullw      ymm11, ymm7, [rsi + 320]
+    vpmulhw      ymm12, ymm4, [rsi + 256]
+    vpmulhw      ymm13, ymm5, [rsi + 320]
     vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm9, ymm11, ymm9
-    vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm15, ymm7
-    vpmullw      ymm12, ymm8, ymm15
-    vpmullw      ymm11, ymm11, ymm3
-    vpmullw      ymm12, ymm12, ymm4
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm8, ymm4
     vpmulhw      ymm11, ymm11, ymm0
-    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm10, ymm12, ymm10
     vpsubw       ymm11, ymm13, ymm11
+    vpmullw      ymm12, ymm8, ymm2
+    vpmullw      ymm13, ymm9, ymm3
+    vpmulhw      ymm14, ymm2, [rdx + 288]
+    vpmulhw      ymm15, ymm3, [rdx + 352]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm14, ymm12
-    vpaddw       ymm1, ymm1, ymm3
-    vpaddw       ymm2, ymm2, ymm4
-    vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm8, ymm6
-    vpmullw      ymm5, ymm15, ymm3
-    vpmullw      ymm6, ymm15, ymm4
-    vpmullw      ymm5, ymm1, ymm5
+    vpsubw       ymm13, ymm15, ymm13
+    vpaddw       ymm4, ymm4, [rdx + 288]
+    vpaddw       ymm5, ymm5, [rdx + 352]
+    vpaddw       ymm2, ymm2, [rsi + 256]
+    vpaddw       ymm3, ymm3, [rsi + 320]
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm7, ymm9, ymm7
     vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
+    vpmullw      ymm7, ymm3, ymm7
     vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm3, ymm3, ymm5
     vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpmulhw      ymm5, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm3, ymm3, ymm5
     vpsubw       ymm2, ymm2, ymm10
-    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm3, ymm3, ymm11
     vpsubw       ymm2, ymm2, ymm12
+    vpsubw       ymm3, ymm3, ymm13
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 256
-    vpmullw      ymm3, ymm11, [rax - 96]
-    vpmullw      ymm4, ymm12, [rax - 32]
-    vpmulhw      ymm5, ymm11, [rax - 128]
-    vpmulhw      ymm6, ymm12, [rax - 64]
-    vpmulhw      ymm3, ymm3, ymm0
+    vpmullw      ymm4, ymm12, [rax - 96]
+    vpmullw      ymm5, ymm13, [rax - 32]
+    vpmulhw      ymm6, ymm12, [rax - 128]
+    vpmulhw      ymm7, ymm13, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm5, ymm3
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm6, ymm4
-    vpaddw       ymm3, ymm9, ymm3
+    vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm4, ymm10, ymm4
-    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm11, ymm5
     vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpsraw       ymm7, ymm5, 15                      ; lift: the output range asked for
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpand        ymm5, ymm5, [rax - 128]
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm3, ymm3, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm4, ymm4, ymm6
-    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpaddw       ymm5, ymm5, ymm7
     vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm5, ymm5, [rax - 128]
+    vpsraw       ymm7, ymm3, 15                      ; lift: the output range asked for
     vpand        ymm6, ymm6, [rax - 128]
-    vpaddw       ymm1, ymm1, ymm5
+    vpand        ymm7, ymm7, [rax - 128]
     vpaddw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi + 256], ymm3
-    vmovdqu      [rdi + 320], ymm4
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqu      [rdi + 352], ymm2
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 448]
-    vmovdqu      ymm3, [rsi + 416]
-    vmovdqu      ymm4, [rsi + 480]
-    vmovdqu      ymm5, [rdx + 384]
-    vmovdqu      ymm6, [rdx + 448]
-    vmovdqu      ymm7, [rdx + 416]
-    vmovdqu      ymm8, [rdx + 480]
-    vpmullw      ymm9, ymm15, ymm5
-    vpmullw      ymm10, ymm15, ymm6
-    vpmullw      ymm9, ymm9, ymm1
-    vpmullw      ymm10, ymm10, ymm2
-    vpmulhw      ymm11, ymm1, ymm5
-    vpmulhw      ymm12, ymm2, ymm6
+    vpaddw       ymm3, ymm3, ymm7
+    vmovdqu      [rdi + 256], ymm4
+    vmovdqu      [rdi + 320], ymm5
+    vmovdqu      [rdi + 288], ymm2
+    vmovdqu      [rdi + 352], ymm3
+    vmovdqu      ymm2, [rsi + 416]
+    vmovdqu      ymm3, [rsi + 480]
+    vmovdqu      ymm4, [rdx + 384]
+    vmovdqu      ymm5, [rdx + 448]
+    vpmullw      ymm6, ymm4, ymm1
+    vpmullw      ymm7, ymm5, ymm1
+    vpmullw      ymm8, ymm1, [rdx + 416]
+    vpmullw      ymm1, ymm1, [rdx + 480]
+    vpmullw      ymm9, ymm6, [rsi + 384]
+    vpmullw      ymm10, ymm7, [rsi + 448]
+    vpmulhw      ymm11, ymm4, [rsi + 384]
+    vpmulhw      ymm12, ymm5, [rsi + 448]
     vpmulhw      ymm9, ymm9, ymm0
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm11, ymm9
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm11, ymm15, ymm7
-    vpmullw      ymm12, ymm8, ymm15
-    vpmullw      ymm11, ymm11, ymm3
-    vpmullw      ymm12, ymm12, ymm4
-    vpmulhw      ymm13, ymm3, ymm7
-    vpmulhw      ymm14, ymm8, ymm4
+    vpmullw      ymm11, ymm8, ymm2
+    vpmullw      ymm12, ymm3, ymm1
+    vpmulhw      ymm13, ymm2, [rdx + 416]
+    vpmulhw      ymm14, ymm3, [rdx + 480]
     vpmulhw      ymm11, ymm11, ymm0
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm13, ymm11
     vpsubw       ymm12, ymm14, ymm12
-    vpaddw       ymm1, ymm1, ymm3
-    vpaddw       ymm2, ymm2, ymm4
-    vpaddw       ymm3, ymm5, ymm7
-    vpaddw       ymm4, ymm8, ymm6
-    vpmullw      ymm5, ymm15, ymm3
-    vpmullw      ymm6, ymm15, ymm4
-    vpmullw      ymm5, ymm1, ymm5
+    vpaddw       ymm4, ymm4, [rdx + 416]
+    vpaddw       ymm5, ymm5, [rdx + 480]
+    vpaddw       ymm2, ymm2, [rsi + 384]
+    vpaddw       ymm3, ymm3, [rsi + 448]
+    vpaddw       ymm6, ymm8, ymm6
+    vpaddw       ymm1, ymm7, ymm1
     vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
+    vpmullw      ymm1, ymm3, ymm1
     vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm3, ymm3, ymm5
     vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsubw       ymm1, ymm1, ymm9
-    vpsubw       ymm2, ymm2, ymm10
-    vpsubw       ymm1, ymm1, ymm11
-    vpsubw       ymm2, ymm2, ymm12
+    vpsubw       ymm1, ymm3, ymm1
+    vpsubw       ymm2, ymm2, ymm9
+    vpsubw       ymm1, ymm1, ymm10
+    vpsubw       ymm2, ymm2, ymm11
+    vpsubw       ymm1, ymm1, ymm12
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 512] ; addresses kg_kyber3329shoup_basemul_zetas_avx2 near byte 384
     vpmullw      ymm3, ymm11, [rax - 96]
     vpmullw      ymm4, ymm12, [rax - 32]
@@ -1535,16 +1519,16 @@ kg_kyber3329shoup_basemul_avx2:
     vpand        ymm5, ymm5, [rax - 128]
     vpaddw       ymm3, ymm3, ymm4
     vpaddw       ymm0, ymm0, ymm5
-    vpsraw       ymm4, ymm1, 15                      ; lift: the output range asked for
-    vpsraw       ymm5, ymm2, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
     vpand        ymm4, ymm4, [rax - 128]
     vpand        ymm5, ymm5, [rax - 128]
-    vpaddw       ymm1, ymm1, ymm4
-    vpaddw       ymm2, ymm2, ymm5
+    vpaddw       ymm2, ymm2, ymm4
+    vpaddw       ymm1, ymm1, ymm5
     vmovdqu      [rdi + 384], ymm3
     vmovdqu      [rdi + 448], ymm0
-    vmovdqu      [rdi + 416], ymm1
-    vmovdqu      [rdi + 480], ymm2
+    vmovdqu      [rdi + 416], ymm2
+    vmovdqu      [rdi + 480], ymm1
     vzeroupper
     ret
 .end:
@@ -2569,172 +2553,156 @@ kg_kyber3329shoup_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_avx2.end - kg_kyber3329shoup_mulmod_shoup_avx2)
 align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2748,237 +2716,205 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_avx2.end - kg_kyber3329shoup_muladd_shoup_avx2)
 align 32
 kg_kyber3329shoup_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
-    vmovdqu      ymm5, [rel pw_3329]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 32]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 64]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 96]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 128]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 160]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 192]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 224]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 256]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 288]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 320]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 352]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 384]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 416]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 448]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 480]
-    vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm0, ymm0, [r8 + 480]
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -4759,72 +4695,72 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rax - 112]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 112]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 112]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 128] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 0
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4833,8 +4769,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi], xmm11
-    movdqu       [rdi + 16], xmm12
+    movdqu       [rdi], xmm13
+    movdqu       [rdi + 16], xmm14
     movdqu       [rdi + 32], xmm1
     movdqu       [rdi + 48], xmm2
     movdqu       xmm1, [rsi + 64]
@@ -4850,72 +4786,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 192] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 64
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4924,8 +4860,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 64], xmm11
-    movdqu       [rdi + 80], xmm12
+    movdqu       [rdi + 64], xmm13
+    movdqu       [rdi + 80], xmm14
     movdqu       [rdi + 96], xmm1
     movdqu       [rdi + 112], xmm2
     movdqu       xmm1, [rsi + 128]
@@ -4941,72 +4877,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 256] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 128
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -5015,8 +4951,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 128], xmm11
-    movdqu       [rdi + 144], xmm12
+    movdqu       [rdi + 128], xmm13
+    movdqu       [rdi + 144], xmm14
     movdqu       [rdi + 160], xmm1
     movdqu       [rdi + 176], xmm2
     movdqu       xmm1, [rsi + 192]
@@ -5032,72 +4968,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 320] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 192
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -5106,8 +5042,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 192], xmm11
-    movdqu       [rdi + 208], xmm12
+    movdqu       [rdi + 192], xmm13
+    movdqu       [rdi + 208], xmm14
     movdqu       [rdi + 224], xmm1
     movdqu       [rdi + 240], xmm2
     movdqu       xmm1, [rsi + 256]
@@ -5123,72 +5059,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 384] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 256
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -5197,8 +5133,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 256], xmm11
-    movdqu       [rdi + 272], xmm12
+    movdqu       [rdi + 256], xmm13
+    movdqu       [rdi + 272], xmm14
     movdqu       [rdi + 288], xmm1
     movdqu       [rdi + 304], xmm2
     movdqu       xmm1, [rsi + 320]
@@ -5214,72 +5150,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 448] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 320
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -5288,8 +5224,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 320], xmm11
-    movdqu       [rdi + 336], xmm12
+    movdqu       [rdi + 320], xmm13
+    movdqu       [rdi + 336], xmm14
     movdqu       [rdi + 352], xmm1
     movdqu       [rdi + 368], xmm2
     movdqu       xmm1, [rsi + 384]
@@ -5305,72 +5241,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 512] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 384
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm3, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm3, xmm13                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm12
+    movdqa       xmm4, xmm14
     psraw        xmm4, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm3, [rax - 128]
     pand         xmm4, [rax - 112]
-    paddw        xmm11, xmm3
-    paddw        xmm12, xmm4
+    paddw        xmm13, xmm3
+    paddw        xmm14, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -5379,8 +5315,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rax - 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 384], xmm11
-    movdqu       [rdi + 400], xmm12
+    movdqu       [rdi + 384], xmm13
+    movdqu       [rdi + 400], xmm14
     movdqu       [rdi + 416], xmm1
     movdqu       [rdi + 432], xmm2
     movdqu       xmm1, [rsi + 448]
@@ -5396,72 +5332,72 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm10, xmm6
     lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
     pmullw       xmm10, [rax - 128]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, xmm15
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
-    movdqa       xmm11, xmm1
-    pmulhw       xmm11, xmm5
-    movdqa       xmm12, xmm2
-    pmulhw       xmm12, xmm6
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm11, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7
-    pmullw       xmm9, xmm15
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm9, xmm3
-    pmullw       xmm10, xmm4
-    movdqa       xmm13, xmm3
-    pmulhw       xmm13, xmm7
-    movdqa       xmm14, xmm4
-    pmulhw       xmm14, xmm8
+    movdqa       xmm13, xmm1
+    pmulhw       xmm13, xmm5
+    movdqa       xmm14, xmm2
+    pmulhw       xmm14, xmm6
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
     psubw        xmm14, xmm10
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    movdqa       xmm9, xmm3
+    pmulhw       xmm9, xmm7
+    movdqa       xmm10, xmm4
+    pmulhw       xmm10, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
     paddw        xmm5, xmm7
     paddw        xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmullw       xmm3, xmm15
-    movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, xmm1
-    pmullw       xmm4, xmm2
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, xmm15
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rax - 128]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm2
     pmulhw       xmm1, xmm5
     pmulhw       xmm2, xmm6
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
     psubw        xmm1, xmm13
     psubw        xmm2, xmm14
-    movdqa       xmm3, xmm13
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm3, xmm9
     lea          rax, [rel kg_kyber3329shoup_basemul_zetas_sse + 576] ; addresses kg_kyber3329shoup_basemul_zetas_sse near byte 448
     pmullw       xmm3, [rax - 96]
-    movdqa       xmm4, xmm14
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm10, [rax - 112]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm4
-    paddw        xmm11, xmm13
-    paddw        xmm12, xmm14
-    movdqa       xmm0, xmm11                         ; lift: the output range asked for
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    paddw        xmm13, xmm9
+    paddw        xmm14, xmm10
+    movdqa       xmm0, xmm13                         ; lift: the output range asked for
     psraw        xmm0, 15
-    movdqa       xmm3, xmm12
+    movdqa       xmm3, xmm14
     psraw        xmm3, 15
     lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
     pand         xmm0, [rax - 128]
     pand         xmm3, [rax - 112]
-    paddw        xmm11, xmm0
-    paddw        xmm12, xmm3
+    paddw        xmm13, xmm0
+    paddw        xmm14, xmm3
     movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
@@ -5470,8 +5406,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm3, [rax - 112]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       [rdi + 448], xmm11
-    movdqu       [rdi + 464], xmm12
+    movdqu       [rdi + 448], xmm13
+    movdqu       [rdi + 464], xmm14
     movdqu       [rdi + 480], xmm1
     movdqu       [rdi + 496], xmm2
     ret

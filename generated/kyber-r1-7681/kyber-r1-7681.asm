@@ -1096,140 +1096,124 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
 kg_kyberr17681_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm7, [rel pw_m7679]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vmovdqu      ymm1, [rel pw_m7679]                ; q^-1
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rdx + 32]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi]
+    vpmullw      ymm5, ymm5, [rsi + 32]
+    vpmulhw      ymm2, ymm2, [rsi]
+    vpmulhw      ymm3, ymm3, [rsi + 32]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi], ymm1
-    vmovdqu      [rdi + 32], ymm2
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi], ymm2
+    vmovdqu      [rdi + 32], ymm3
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rdx + 96]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 64]
+    vpmullw      ymm5, ymm5, [rsi + 96]
+    vpmulhw      ymm2, ymm2, [rsi + 64]
+    vpmulhw      ymm3, ymm3, [rsi + 96]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 64], ymm1
-    vmovdqu      [rdi + 96], ymm2
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 160]
-    vmovdqu      ymm3, [rdx + 128]
-    vmovdqu      ymm4, [rdx + 160]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 64], ymm2
+    vmovdqu      [rdi + 96], ymm3
+    vmovdqu      ymm2, [rdx + 128]
+    vmovdqu      ymm3, [rdx + 160]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 128]
+    vpmullw      ymm5, ymm5, [rsi + 160]
+    vpmulhw      ymm2, ymm2, [rsi + 128]
+    vpmulhw      ymm3, ymm3, [rsi + 160]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 128], ymm1
-    vmovdqu      [rdi + 160], ymm2
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rsi + 224]
-    vmovdqu      ymm3, [rdx + 192]
-    vmovdqu      ymm4, [rdx + 224]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 128], ymm2
+    vmovdqu      [rdi + 160], ymm3
+    vmovdqu      ymm2, [rdx + 192]
+    vmovdqu      ymm3, [rdx + 224]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 192]
+    vpmullw      ymm5, ymm5, [rsi + 224]
+    vpmulhw      ymm2, ymm2, [rsi + 192]
+    vpmulhw      ymm3, ymm3, [rsi + 224]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 192], ymm1
-    vmovdqu      [rdi + 224], ymm2
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 288]
-    vmovdqu      ymm3, [rdx + 256]
-    vmovdqu      ymm4, [rdx + 288]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 192], ymm2
+    vmovdqu      [rdi + 224], ymm3
+    vmovdqu      ymm2, [rdx + 256]
+    vmovdqu      ymm3, [rdx + 288]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 256]
+    vpmullw      ymm5, ymm5, [rsi + 288]
+    vpmulhw      ymm2, ymm2, [rsi + 256]
+    vpmulhw      ymm3, ymm3, [rsi + 288]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      [rdi + 288], ymm2
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rsi + 352]
-    vmovdqu      ymm3, [rdx + 320]
-    vmovdqu      ymm4, [rdx + 352]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 256], ymm2
+    vmovdqu      [rdi + 288], ymm3
+    vmovdqu      ymm2, [rdx + 320]
+    vmovdqu      ymm3, [rdx + 352]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 320]
+    vpmullw      ymm5, ymm5, [rsi + 352]
+    vpmulhw      ymm2, ymm2, [rsi + 320]
+    vpmulhw      ymm3, ymm3, [rsi + 352]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      [rdi + 352], ymm2
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 416]
-    vmovdqu      ymm3, [rdx + 384]
-    vmovdqu      ymm4, [rdx + 416]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 320], ymm2
+    vmovdqu      [rdi + 352], ymm3
+    vmovdqu      ymm2, [rdx + 384]
+    vmovdqu      ymm3, [rdx + 416]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 384]
+    vpmullw      ymm5, ymm5, [rsi + 416]
+    vpmulhw      ymm2, ymm2, [rsi + 384]
+    vpmulhw      ymm3, ymm3, [rsi + 416]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      [rdi + 416], ymm2
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rsi + 480]
-    vmovdqu      ymm3, [rdx + 448]
-    vmovdqu      ymm4, [rdx + 480]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm0, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm0, ymm2, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 384], ymm2
+    vmovdqu      [rdi + 416], ymm3
+    vmovdqu      ymm2, [rdx + 448]
+    vmovdqu      ymm3, [rdx + 480]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm1, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmulhw      ymm2, ymm2, [rsi + 448]
+    vpmulhw      ymm3, ymm3, [rsi + 480]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm0, ymm1, ymm0
+    vpsubw       ymm1, ymm2, ymm4
+    vpsubw       ymm0, ymm3, ymm0
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -1262,260 +1246,248 @@ kg_kyberr17681_ntt_inverse_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 128
+    sub rsp, 96
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vmovdqu      ymm5, [rdi + 128]
-    vmovdqu      ymm6, [rdi + 160]
-    vmovdqu      ymm7, [rdi + 192]
-    vmovdqu      ymm8, [rdi + 224]
-    vmovdqu      ymm9, [rdi + 256]
-    vmovdqu      ymm10, [rdi + 288]
-    vmovdqu      ymm11, [rdi + 320]
-    vmovdqu      ymm12, [rdi + 352]
-    vmovdqu      ymm13, [rdi + 384]
-    vmovdqu      ymm14, [rdi + 416]
-    vmovdqu      ymm15, [rdi + 448]
-    vmovdqa      [rsp], ymm15                        ; spill
-    vmovdqu      ymm15, [rdi + 480]
-    vmovdqa      [rsp + 32], ymm15                   ; spill
-    vpaddw       ymm15, ymm1, ymm2                   ; layer 7
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rdi + 64]
+    vmovdqu      ymm3, [rdi + 128]
+    vmovdqu      ymm4, [rdi + 192]
+    vmovdqu      ymm5, [rdi + 256]
+    vmovdqu      ymm6, [rdi + 320]
+    vmovdqu      ymm7, [rdi + 384]
+    vmovdqu      ymm8, [rdi + 448]
+    vpaddw       ymm9, ymm1, [rdi + 32]              ; layer 7
+    vpsubw       ymm1, ymm1, [rdi + 32]
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmullw      ymm10, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm1, ymm1, ymm10
     lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm2, ymm15, [rax - 128]
+    vpmullw      ymm10, ymm9, [rax - 128]
     lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm15, ymm2
-    vpaddw       ymm15, ymm3, ymm4                   ; layer 7
-    vpsubw       ymm3, ymm3, ymm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm4, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm4, ymm15, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm4, ymm15, ymm4
-    vpaddw       ymm15, ymm5, ymm6                   ; layer 7
-    vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm6, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm6, ymm15, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm15, ymm6
-    vpaddw       ymm15, ymm8, ymm7                   ; layer 7
-    vpsubw       ymm7, ymm7, ymm8
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm8, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm8, ymm15, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm8, ymm15, ymm8
-    vpaddw       ymm15, ymm9, ymm10                  ; layer 7
-    vpsubw       ymm9, ymm9, ymm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm10, ymm9, [rax - 96]
     vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
+    vpaddw       ymm10, ymm2, [rdi + 96]             ; layer 7
+    vpsubw       ymm2, ymm2, [rdi + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 64
+    vpmullw      ymm11, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm2, ymm2, ymm11
     lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm10, ymm15, [rax - 128]
+    vpmullw      ymm11, ymm10, [rax - 128]
     lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm10, ymm15, ymm10
-    vpaddw       ymm15, ymm11, ymm12                 ; layer 7
-    vpsubw       ymm11, ymm11, ymm12
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm3, [rdi + 160]            ; layer 7
+    vpsubw       ymm3, ymm3, [rdi + 160]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm12, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm3, ymm3, ymm12
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm12, ymm11, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
     vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
+    vpaddw       ymm12, ymm4, [rdi + 224]            ; layer 7
+    vpsubw       ymm4, ymm4, [rdi + 224]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm13, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm4, ymm4, ymm13
     lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm12, ymm15, [rax - 128]
+    vpmullw      ymm13, ymm12, [rax - 128]
     lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm12, ymm15, ymm12
-    vpaddw       ymm15, ymm13, ymm14                 ; layer 7
-    vpsubw       ymm13, ymm13, ymm14
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm14, ymm13, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm12, ymm12, ymm13
+    vpaddw       ymm13, ymm5, [rdi + 288]            ; layer 7
+    vpsubw       ymm5, ymm5, [rdi + 288]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm14, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm5, ymm5, ymm14
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm14, ymm13, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
     vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm13, ymm13, ymm14
+    vpaddw       ymm14, ymm6, [rdi + 352]            ; layer 7
+    vpsubw       ymm6, ymm6, [rdi + 352]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm15, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm6, ymm6, ymm15
+    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
+    vpmullw      ymm15, ymm14, [rax - 128]
+    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
+    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpaddw       ymm15, ymm7, [rdi + 416]            ; layer 7
+    vpsubw       ymm7, ymm7, [rdi + 416]
+    vmovdqa      [rsp], ymm14                        ; spill
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm14, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm7, ymm7, ymm14
     vpmullw      ymm14, ymm15, [rel pw_m2184]
     vpmulhw      ymm15, ymm15, [rel pw_1912]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
-    vmovdqa      ymm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 7
-    vpsubw       ymm15, ymm15, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm13                   ; spill
-    vpmullw      ymm13, ymm15, [rax - 32]
-    vpmulhw      ymm15, ymm15, [rax - 64]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm13, ymm15, ymm13
-    vpmullw      ymm15, ymm14, [rel pw_m2184]
-    vpmulhw      ymm14, ymm14, [rel pw_1912]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpaddw       ymm15, ymm8, [rdi + 480]            ; layer 7
+    vpsubw       ymm8, ymm8, [rdi + 480]
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpmullw      ymm14, ymm8, [rax - 32]
+    vpmulhw      ymm8, ymm8, [rax - 64]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm8, ymm8, ymm14
+    vpmullw      ymm14, ymm15, [rel pw_m2184]
+    vpmulhw      ymm15, ymm15, [rel pw_1912]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm14, ymm15, ymm14
     vpslld       ymm15, ymm1, 16
-    vpblendw     ymm15, ymm2, ymm15, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm1, ymm2, ymm1, 170
-    vpslld       ymm2, ymm3, 16
-    vpblendw     ymm2, ymm4, ymm2, 170
-    vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
-    vpslld       ymm4, ymm5, 16
-    vpblendw     ymm4, ymm6, ymm4, 170
-    vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
-    vpslld       ymm6, ymm7, 16
-    vpblendw     ymm6, ymm8, ymm6, 170
-    vpsrld       ymm8, ymm8, 16
-    vpblendw     ymm7, ymm8, ymm7, 170
-    vpslld       ymm8, ymm9, 16
-    vpblendw     ymm8, ymm10, ymm8, 170
-    vpsrld       ymm10, ymm10, 16
+    vpblendw     ymm15, ymm9, ymm15, 170
+    vpsrld       ymm9, ymm9, 16
+    vpblendw     ymm1, ymm9, ymm1, 170
+    vpslld       ymm9, ymm2, 16
     vpblendw     ymm9, ymm10, ymm9, 170
-    vpslld       ymm10, ymm11, 16
-    vpblendw     ymm10, ymm12, ymm10, 170
-    vpsrld       ymm12, ymm12, 16
-    vpblendw     ymm11, ymm12, ymm11, 170
-    vmovdqa      ymm12, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm10                        ; spill
-    vpslld       ymm10, ymm12, 16
-    vmovdqa      [rsp + 96], ymm11                   ; spill
-    vmovdqa      ymm11, [rsp + 64]                   ; reload
+    vpsrld       ymm10, ymm10, 16
+    vpblendw     ymm2, ymm10, ymm2, 170
+    vpslld       ymm10, ymm3, 16
     vpblendw     ymm10, ymm11, ymm10, 170
     vpsrld       ymm11, ymm11, 16
-    vpblendw     ymm11, ymm11, ymm12, 170
-    vpslld       ymm12, ymm13, 16
-    vpblendw     ymm12, ymm14, ymm12, 170
+    vpblendw     ymm3, ymm11, ymm3, 170
+    vpslld       ymm11, ymm4, 16
+    vpblendw     ymm11, ymm12, ymm11, 170
+    vpsrld       ymm12, ymm12, 16
+    vpblendw     ymm4, ymm12, ymm4, 170
+    vpslld       ymm12, ymm5, 16
+    vpblendw     ymm12, ymm13, ymm12, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm5, ymm13, ymm5, 170
+    vpslld       ymm13, ymm6, 16
+    vmovdqa      [rsp + 64], ymm5                    ; spill
+    vmovdqa      ymm5, [rsp]                         ; reload
+    vpblendw     ymm13, ymm5, ymm13, 170
+    vpsrld       ymm5, ymm5, 16
+    vpblendw     ymm5, ymm5, ymm6, 170
+    vpslld       ymm6, ymm7, 16
+    vmovdqa      [rsp], ymm5                         ; spill
+    vmovdqa      ymm5, [rsp + 32]                    ; reload
+    vpblendw     ymm6, ymm5, ymm6, 170
+    vpsrld       ymm5, ymm5, 16
+    vpblendw     ymm5, ymm5, ymm7, 170
+    vpslld       ymm7, ymm8, 16
+    vpblendw     ymm7, ymm14, ymm7, 170
     vpsrld       ymm14, ymm14, 16
-    vpblendw     ymm13, ymm14, ymm13, 170
+    vpblendw     ymm8, ymm14, ymm8, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
     vpmullw      ymm15, ymm1, [rax + 32]
     vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpaddw       ymm15, ymm2, ymm3                   ; layer 6
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rax + 96]
+    vpaddw       ymm15, ymm9, ymm2                   ; layer 6
+    vpsubw       ymm2, ymm9, ymm2
+    vpmullw      ymm9, ymm2, [rax + 96]
     vpmulhw      ymm2, ymm2, [rax + 64]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm4, ymm5                    ; layer 6
-    vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm5, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm7                    ; layer 6
-    vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpaddw       ymm7, ymm8, ymm9                    ; layer 6
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rax + 32]
-    vpmulhw      ymm8, ymm8, [rax]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vmovdqa      ymm9, [rsp]                         ; reload
-    vmovdqa      [rsp + 32], ymm7                    ; spill
-    vpaddw       ymm7, ymm9, [rsp + 96]              ; layer 6
-    vpsubw       ymm9, ymm9, [rsp + 96]
-    vmovdqa      [rsp + 96], ymm7                    ; spill
-    vpmullw      ymm7, ymm9, [rax + 96]
-    vpmulhw      ymm9, ymm9, [rax + 64]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm10, ymm11                  ; layer 6
-    vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm11, ymm10, [rax - 96]
-    vpmulhw      ymm10, ymm10, [rax - 128]
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm10, ymm3                   ; layer 6
+    vpsubw       ymm3, ymm10, ymm3
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm3, ymm3, ymm10
+    vpaddw       ymm10, ymm11, ymm4                  ; layer 6
+    vpsubw       ymm4, ymm11, ymm4
+    vpmullw      ymm11, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm10, ymm10, ymm11
-    vpaddw       ymm11, ymm12, ymm13                 ; layer 6
-    vpsubw       ymm12, ymm12, ymm13
-    vpmullw      ymm13, ymm12, [rax - 32]
-    vpmulhw      ymm12, ymm12, [rax - 64]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm12, ymm12, ymm13
-    vpsllq       ymm13, ymm1, 32
-    vpblendd     ymm13, ymm14, ymm13, 170
+    vpsubw       ymm4, ymm4, ymm11
+    vpaddw       ymm11, ymm12, [rsp + 64]            ; layer 6
+    vpsubw       ymm12, ymm12, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm11                   ; spill
+    vpmullw      ymm11, ymm12, [rax + 32]
+    vpmulhw      ymm12, ymm12, [rax]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm11, ymm12, ymm11
+    vpaddw       ymm12, ymm13, [rsp]                 ; layer 6
+    vpsubw       ymm13, ymm13, [rsp]
+    vmovdqa      [rsp], ymm12                        ; spill
+    vpmullw      ymm12, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm12, ymm13, ymm12
+    vpaddw       ymm13, ymm6, ymm5                   ; layer 6
+    vpsubw       ymm5, ymm6, ymm5
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 896
+    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm8, ymm7                    ; layer 6
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpsllq       ymm8, ymm1, 32
+    vpblendd     ymm8, ymm14, ymm8, 170
     vpsrlq       ymm14, ymm14, 32
     vpblendd     ymm1, ymm14, ymm1, 170
     vpsllq       ymm14, ymm2, 32
     vpblendd     ymm14, ymm15, ymm14, 170
     vpsrlq       ymm15, ymm15, 32
     vpblendd     ymm2, ymm15, ymm2, 170
-    vpsllq       ymm15, ymm4, 32
-    vpblendd     ymm15, ymm3, ymm15, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpsllq       ymm4, ymm6, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
-    vpsllq       ymm6, ymm8, 32
-    vmovdqa      [rsp], ymm4                         ; spill
-    vmovdqa      ymm4, [rsp + 32]                    ; reload
-    vpblendd     ymm6, ymm4, ymm6, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm8, 170
-    vpsllq       ymm8, ymm7, 32
-    vmovdqa      [rsp + 32], ymm4                    ; spill
-    vmovdqa      ymm4, [rsp + 96]                    ; reload
-    vpblendd     ymm8, ymm4, ymm8, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm7, 170
-    vpsllq       ymm7, ymm10, 32
-    vpblendd     ymm7, ymm9, ymm7, 170
+    vpsllq       ymm15, ymm3, 32
+    vpblendd     ymm15, ymm9, ymm15, 170
     vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm9, ymm9, ymm10, 170
-    vpsllq       ymm10, ymm12, 32
-    vpblendd     ymm10, ymm11, ymm10, 170
-    vpsrlq       ymm11, ymm11, 32
-    vpblendd     ymm11, ymm11, ymm12, 170
-    vpaddw       ymm12, ymm13, ymm1                  ; layer 5
-    vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rax + 32]
+    vpblendd     ymm3, ymm9, ymm3, 170
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm4, ymm10, ymm4, 170
+    vpsllq       ymm10, ymm11, 32
+    vmovdqa      [rsp + 32], ymm4                    ; spill
+    vmovdqa      ymm4, [rsp + 64]                    ; reload
+    vpblendd     ymm10, ymm4, ymm10, 170
+    vpsrlq       ymm4, ymm4, 32
+    vpblendd     ymm4, ymm4, ymm11, 170
+    vpsllq       ymm11, ymm12, 32
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vmovdqa      ymm4, [rsp]                         ; reload
+    vpblendd     ymm11, ymm4, ymm11, 170
+    vpsrlq       ymm4, ymm4, 32
+    vpblendd     ymm4, ymm4, ymm12, 170
+    vpsllq       ymm12, ymm5, 32
+    vpblendd     ymm12, ymm13, ymm12, 170
+    vpsrlq       ymm13, ymm13, 32
+    vpblendd     ymm5, ymm13, ymm5, 170
+    vpsllq       ymm13, ymm7, 32
+    vpblendd     ymm13, ymm6, ymm13, 170
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm6, ymm6, ymm7, 170
+    vpaddw       ymm7, ymm8, ymm1                    ; layer 5
+    vpsubw       ymm1, ymm8, ymm1
+    vpmullw      ymm8, ymm1, [rax + 32]
     vpmulhw      ymm1, ymm1, [rax]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm1, ymm1, ymm13
-    vpaddw       ymm13, ymm14, ymm2                  ; layer 5
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm14, ymm2                   ; layer 5
     vpsubw       ymm2, ymm14, ymm2
     vpmullw      ymm14, ymm2, [rax + 96]
     vpmulhw      ymm2, ymm2, [rax + 64]
@@ -1528,237 +1500,237 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
-    vmovdqa      ymm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 96], ymm3                    ; spill
-    vpaddw       ymm3, ymm15, ymm5                   ; layer 5
-    vpsubw       ymm5, ymm15, ymm5
-    vpmullw      ymm15, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm5, ymm5, ymm15
-    vpaddw       ymm15, ymm6, [rsp + 32]             ; layer 5
-    vpsubw       ymm6, ymm6, [rsp + 32]
+    vpaddw       ymm15, ymm9, [rsp + 32]             ; layer 5
+    vpsubw       ymm9, ymm9, [rsp + 32]
     vmovdqa      [rsp + 32], ymm15                   ; spill
-    vpmullw      ymm15, ymm6, [rax + 32]
-    vpmulhw      ymm6, ymm6, [rax]
+    vpmullw      ymm15, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm6, ymm6, ymm15
-    vpaddw       ymm15, ymm8, ymm4                   ; layer 5
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rax + 96]
+    vpsubw       ymm9, ymm9, ymm15
+    vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 5
+    vpsubw       ymm10, ymm10, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm15                   ; spill
+    vpmullw      ymm15, ymm10, [rax + 32]
+    vpmulhw      ymm10, ymm10, [rax]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm10, ymm10, ymm15
+    vpaddw       ymm15, ymm11, ymm4                  ; layer 5
+    vpsubw       ymm4, ymm11, ymm4
+    vpmullw      ymm11, ymm4, [rax + 96]
     vpmulhw      ymm4, ymm4, [rax + 64]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm9, ymm7                    ; layer 5
-    vpsubw       ymm7, ymm7, ymm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm9, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm10, ymm11                  ; layer 5
-    vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rax - 32]
-    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm10, ymm10, ymm11
-    vpunpcklqdq  ymm11, ymm12, ymm1
-    vpunpckhqdq  ymm1, ymm12, ymm1
-    vpunpcklqdq  ymm12, ymm13, ymm2
-    vpunpckhqdq  ymm2, ymm13, ymm2
-    vpunpcklqdq  ymm13, ymm14, [rsp + 96]
-    vpunpckhqdq  ymm14, ymm14, [rsp + 96]
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpunpcklqdq  ymm14, ymm3, ymm5
-    vpunpckhqdq  ymm3, ymm3, ymm5
-    vmovdqa      ymm5, [rsp + 32]                    ; reload
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpunpcklqdq  ymm14, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
-    vpunpcklqdq  ymm6, ymm15, ymm4
+    vpsubw       ymm4, ymm4, ymm11
+    vpaddw       ymm11, ymm12, ymm5                  ; layer 5
+    vpsubw       ymm5, ymm12, ymm5
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm12, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm5, ymm5, ymm12
+    vpaddw       ymm12, ymm13, ymm6                  ; layer 5
+    vpsubw       ymm6, ymm13, ymm6
+    vpmullw      ymm13, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm6, ymm6, ymm13
+    vpunpcklqdq  ymm13, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
+    vpunpckhqdq  ymm2, ymm8, ymm2
+    vpunpcklqdq  ymm8, ymm14, ymm3
+    vpunpckhqdq  ymm3, ymm14, ymm3
+    vmovdqa      ymm14, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm3                         ; spill
+    vpunpcklqdq  ymm3, ymm14, ymm9
+    vpunpckhqdq  ymm9, ymm14, ymm9
+    vmovdqa      ymm14, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpunpcklqdq  ymm3, ymm14, ymm10
+    vpunpckhqdq  ymm10, ymm14, ymm10
+    vpunpcklqdq  ymm14, ymm15, ymm4
     vpunpckhqdq  ymm4, ymm15, ymm4
-    vpunpcklqdq  ymm15, ymm8, ymm7
-    vpunpckhqdq  ymm7, ymm8, ymm7
-    vpunpcklqdq  ymm8, ymm9, ymm10
-    vpunpckhqdq  ymm9, ymm9, ymm10
-    vpsraw       ymm10, ymm11, 13                    ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
-    vpsubw       ymm11, ymm11, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm11, ymm10
-    vpaddw       ymm11, ymm10, ymm1                  ; layer 4
-    vpsubw       ymm1, ymm10, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1536
-    vpmullw      ymm10, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm1, ymm1, ymm10
-    vpsraw       ymm10, ymm12, 13                    ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm12, ymm12, [rax - 128]
-    vpsubw       ymm12, ymm12, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm12, ymm10
-    vpaddw       ymm12, ymm10, ymm2                  ; layer 4
-    vpsubw       ymm2, ymm10, ymm2
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1600
-    vpmullw      ymm10, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm2, ymm2, ymm10
-    vpsraw       ymm10, ymm13, 13                    ; special: before layer 4
+    vpunpcklqdq  ymm15, ymm11, ymm5
+    vpunpckhqdq  ymm5, ymm11, ymm5
+    vpunpcklqdq  ymm11, ymm12, ymm6
+    vpunpckhqdq  ymm6, ymm12, ymm6
+    vpsraw       ymm12, ymm13, 13                    ; special: before layer 4
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
     vpand        ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm13, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm13, ymm10
-    vpaddw       ymm13, ymm10, [rsp + 96]            ; layer 4
-    vpsubw       ymm10, ymm10, [rsp + 96]
-    vmovdqa      [rsp + 96], ymm13                   ; spill
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm13, ymm10, [rax - 96]
-    vpmulhw      ymm10, ymm10, [rax - 128]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm10, ymm10, ymm13
-    vpsraw       ymm13, ymm3, 13                     ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm3, ymm3, [rax - 128]
-    vpsubw       ymm3, ymm3, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm3, ymm13, ymm3
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm10                   ; spill
-    vpaddw       ymm10, ymm13, ymm3                  ; layer 4
-    vpsubw       ymm3, ymm13, ymm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1728
-    vpmullw      ymm13, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm3, ymm3, ymm13
-    vpsraw       ymm13, ymm14, 13                    ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
-    vpsubw       ymm14, ymm14, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm13, ymm14, ymm13
-    vpaddw       ymm14, ymm13, ymm5                  ; layer 4
-    vpsubw       ymm5, ymm13, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1792
-    vpmullw      ymm13, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm5, ymm5, ymm13
-    vpsraw       ymm13, ymm6, 13                     ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm6, ymm6, [rax - 128]
-    vpsubw       ymm6, ymm6, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm13, ymm6
-    vpaddw       ymm13, ymm6, ymm4                   ; layer 4
-    vpsubw       ymm4, ymm6, ymm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1856
-    vpmullw      ymm6, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpsraw       ymm6, ymm7, 13                      ; special: before layer 4
+    vpsubw       ymm13, ymm13, ymm12
+    vpsllw       ymm12, ymm12, 9
+    vpaddw       ymm12, ymm13, ymm12
+    vpaddw       ymm13, ymm12, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm12, ymm1
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm1, ymm1, ymm12
+    vpsraw       ymm12, ymm7, 13                     ; special: before layer 4
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
     vpand        ymm7, ymm7, [rax - 128]
-    vpsubw       ymm7, ymm7, ymm6
-    vpsllw       ymm6, ymm6, 9
-    vpaddw       ymm6, ymm7, ymm6
-    vpaddw       ymm7, ymm15, ymm6                   ; layer 4
-    vpsubw       ymm6, ymm15, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1920
-    vpmullw      ymm15, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm6, ymm6, ymm15
-    vpsraw       ymm15, ymm9, 13                     ; special: before layer 4
+    vpsubw       ymm7, ymm7, ymm12
+    vpsllw       ymm12, ymm12, 9
+    vpaddw       ymm7, ymm12, ymm7
+    vpaddw       ymm12, ymm7, ymm2                   ; layer 4
+    vpsubw       ymm2, ymm7, ymm2
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1600
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsraw       ymm7, ymm8, 13                      ; special: before layer 4
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm8, ymm8, [rax - 128]
+    vpsubw       ymm8, ymm8, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm7, [rsp]                   ; layer 4
+    vpsubw       ymm7, ymm7, [rsp]
+    vmovdqa      [rsp], ymm8                         ; spill
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1664
+    vpmullw      ymm8, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpsraw       ymm8, ymm9, 13                      ; special: before layer 4
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
     vpand        ymm9, ymm9, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm15
-    vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm9, ymm9, ymm15
-    vpaddw       ymm15, ymm8, ymm9                   ; layer 4
-    vpsubw       ymm8, ymm8, ymm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1984
+    vpsubw       ymm9, ymm9, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm8, ymm9, ymm8
+    vmovdqa      ymm9, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm7                    ; spill
+    vpaddw       ymm7, ymm9, ymm8                    ; layer 4
+    vpsubw       ymm8, ymm9, ymm8
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1728
     vpmullw      ymm9, ymm8, [rax - 96]
     vpmulhw      ymm8, ymm8, [rax - 128]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vperm2i128   ymm9, ymm11, ymm1, 32
-    vperm2i128   ymm1, ymm11, ymm1, 49
-    vperm2i128   ymm11, ymm12, ymm2, 32
-    vperm2i128   ymm2, ymm12, ymm2, 49
-    vmovdqa      ymm12, [rsp + 96]                   ; reload
-    vmovdqa      [rsp], ymm2                         ; spill
-    vperm2i128   ymm2, ymm12, [rsp + 32], 32
-    vperm2i128   ymm12, ymm12, [rsp + 32], 49
-    vmovdqa      [rsp + 32], ymm12                   ; spill
-    vperm2i128   ymm12, ymm10, ymm3, 32
-    vperm2i128   ymm3, ymm10, ymm3, 49
-    vperm2i128   ymm10, ymm14, ymm5, 32
-    vperm2i128   ymm5, ymm14, ymm5, 49
-    vperm2i128   ymm14, ymm13, ymm4, 32
-    vperm2i128   ymm4, ymm13, ymm4, 49
-    vperm2i128   ymm13, ymm7, ymm6, 32
-    vperm2i128   ymm6, ymm7, ymm6, 49
-    vperm2i128   ymm7, ymm15, ymm8, 32
-    vperm2i128   ymm8, ymm15, ymm8, 49
-    vpsraw       ymm15, ymm9, 13                     ; special: before layer 3
+    vpsraw       ymm9, ymm3, 13                      ; special: before layer 4
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm15
+    vpand        ymm3, ymm3, [rax - 128]
+    vpsubw       ymm3, ymm3, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm3, ymm9, ymm3
+    vpaddw       ymm9, ymm10, ymm3                   ; layer 4
+    vpsubw       ymm3, ymm3, ymm10
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmullw      ymm10, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm3, ymm3, ymm10
+    vpsraw       ymm10, ymm14, 13                    ; special: before layer 4
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm14, ymm14, [rax - 128]
+    vpsubw       ymm14, ymm14, ymm10
+    vpsllw       ymm10, ymm10, 9
+    vpaddw       ymm10, ymm14, ymm10
+    vpaddw       ymm14, ymm10, ymm4                  ; layer 4
+    vpsubw       ymm4, ymm10, ymm4
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1856
+    vpmullw      ymm10, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm4, ymm4, ymm10
+    vpsraw       ymm10, ymm5, 13                     ; special: before layer 4
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm5, ymm5, [rax - 128]
+    vpsubw       ymm5, ymm5, ymm10
+    vpsllw       ymm10, ymm10, 9
+    vpaddw       ymm5, ymm10, ymm5
+    vpaddw       ymm10, ymm15, ymm5                  ; layer 4
+    vpsubw       ymm5, ymm15, ymm5
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1920
+    vpmullw      ymm15, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm5, ymm5, ymm15
+    vpsraw       ymm15, ymm6, 13                     ; special: before layer 4
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm6, ymm6, [rax - 128]
+    vpsubw       ymm6, ymm6, ymm15
     vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm9, ymm9, ymm15
+    vpaddw       ymm6, ymm15, ymm6
+    vpaddw       ymm15, ymm11, ymm6                  ; layer 4
+    vpsubw       ymm6, ymm11, ymm6
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1984
+    vpmullw      ymm11, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm6, ymm6, ymm11
+    vperm2i128   ymm11, ymm13, ymm1, 32
+    vperm2i128   ymm1, ymm13, ymm1, 49
+    vperm2i128   ymm13, ymm12, ymm2, 32
+    vperm2i128   ymm2, ymm12, ymm2, 49
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vperm2i128   ymm2, ymm12, [rsp + 64], 32
+    vperm2i128   ymm12, ymm12, [rsp + 64], 49
+    vmovdqa      [rsp + 64], ymm12                   ; spill
+    vperm2i128   ymm12, ymm7, ymm8, 32
+    vperm2i128   ymm7, ymm7, ymm8, 49
+    vperm2i128   ymm8, ymm9, ymm3, 32
+    vperm2i128   ymm3, ymm9, ymm3, 49
+    vperm2i128   ymm9, ymm14, ymm4, 32
+    vperm2i128   ymm4, ymm14, ymm4, 49
+    vperm2i128   ymm14, ymm10, ymm5, 32
+    vperm2i128   ymm5, ymm10, ymm5, 49
+    vperm2i128   ymm10, ymm15, ymm6, 32
+    vperm2i128   ymm6, ymm15, ymm6, 49
+    vpsraw       ymm15, ymm11, 13                    ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm11, ymm11, [rax - 128]
+    vpsubw       ymm11, ymm11, ymm15
+    vpsllw       ymm15, ymm15, 9
+    vpaddw       ymm11, ymm11, ymm15
     vpsraw       ymm15, ymm1, 13                     ; special: before layer 3
     vpand        ymm1, ymm1, [rax - 128]
     vpsubw       ymm1, ymm1, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm1, ymm15, ymm1
-    vpaddw       ymm15, ymm9, ymm1                   ; layer 3
-    vpsubw       ymm1, ymm9, ymm1
+    vpaddw       ymm15, ymm11, ymm1                  ; layer 3
+    vpsubw       ymm1, ymm11, ymm1
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmullw      ymm9, ymm1, [rax - 96]
+    vpmullw      ymm11, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpsraw       ymm9, ymm11, 13                     ; special: before layer 3
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm1, ymm1, ymm11
+    vpsraw       ymm11, ymm13, 13                    ; special: before layer 3
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
-    vpsubw       ymm11, ymm11, ymm9
-    vpsllw       ymm9, ymm9, 9
-    vpaddw       ymm9, ymm11, ymm9
-    vmovdqa      ymm11, [rsp]                        ; reload
-    vmovdqa      [rsp + 96], ymm1                    ; spill
+    vpand        ymm13, ymm13, [rax - 128]
+    vpsubw       ymm13, ymm13, ymm11
+    vpsllw       ymm11, ymm11, 9
+    vpaddw       ymm11, ymm13, ymm11
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm1                         ; spill
+    vpsraw       ymm1, ymm13, 13                     ; special: before layer 3
+    vpand        ymm13, ymm13, [rax - 128]
+    vpsubw       ymm13, ymm13, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm1, ymm13, ymm1
+    vpaddw       ymm13, ymm11, ymm1                  ; layer 3
+    vpsubw       ymm1, ymm11, ymm1
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmullw      ymm11, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm1, ymm1, ymm11
+    vpsraw       ymm11, ymm2, 13                     ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm2, ymm2, [rax - 128]
+    vpsubw       ymm2, ymm2, ymm11
+    vpsllw       ymm11, ymm11, 9
+    vpaddw       ymm2, ymm11, ymm2
+    vmovdqa      ymm11, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
     vpsraw       ymm1, ymm11, 13                     ; special: before layer 3
     vpand        ymm11, ymm11, [rax - 128]
     vpsubw       ymm11, ymm11, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm1, ymm11, ymm1
-    vpaddw       ymm11, ymm9, ymm1                   ; layer 3
-    vpsubw       ymm1, ymm9, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmullw      ymm9, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpsraw       ymm9, ymm2, 13                      ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm2, ymm2, [rax - 128]
-    vpsubw       ymm2, ymm2, ymm9
-    vpsllw       ymm9, ymm9, 9
-    vpaddw       ymm2, ymm9, ymm2
-    vmovdqa      ymm9, [rsp + 32]                    ; reload
-    vmovdqa      [rsp], ymm1                         ; spill
-    vpsraw       ymm1, ymm9, 13                      ; special: before layer 3
-    vpand        ymm9, ymm9, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm1
-    vpsllw       ymm1, ymm1, 9
-    vpaddw       ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm2, ymm1                    ; layer 3
+    vpaddw       ymm11, ymm2, ymm1                   ; layer 3
     vpsubw       ymm1, ymm2, ymm1
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2176
     vpmullw      ymm2, ymm1, [rax - 96]
@@ -1771,85 +1743,85 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm12, ymm12, ymm2
     vpsllw       ymm2, ymm2, 9
     vpaddw       ymm2, ymm12, ymm2
-    vpsraw       ymm12, ymm3, 13                     ; special: before layer 3
-    vpand        ymm3, ymm3, [rax - 128]
-    vpsubw       ymm3, ymm3, ymm12
-    vpsllw       ymm12, ymm12, 9
-    vpaddw       ymm3, ymm12, ymm3
-    vpaddw       ymm12, ymm2, ymm3                   ; layer 3
-    vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmullw      ymm3, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm10, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm10, ymm10, [rax - 128]
-    vpsubw       ymm10, ymm10, ymm3
-    vpsllw       ymm3, ymm3, 9
-    vpaddw       ymm3, ymm10, ymm3
-    vpsraw       ymm10, ymm5, 13                     ; special: before layer 3
-    vpand        ymm5, ymm5, [rax - 128]
-    vpsubw       ymm5, ymm5, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm5, ymm10, ymm5
-    vpaddw       ymm10, ymm3, ymm5                   ; layer 3
-    vpsubw       ymm3, ymm3, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmullw      ymm5, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsraw       ymm5, ymm14, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
-    vpsubw       ymm14, ymm14, ymm5
-    vpsllw       ymm5, ymm5, 9
-    vpaddw       ymm5, ymm14, ymm5
-    vpsraw       ymm14, ymm4, 13                     ; special: before layer 3
-    vpand        ymm4, ymm4, [rax - 128]
-    vpsubw       ymm4, ymm4, ymm14
-    vpsllw       ymm14, ymm14, 9
-    vpaddw       ymm4, ymm14, ymm4
-    vpaddw       ymm14, ymm5, ymm4                   ; layer 3
-    vpsubw       ymm4, ymm5, ymm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2368
-    vpmullw      ymm5, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsraw       ymm5, ymm13, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm13, ymm5
-    vpsllw       ymm5, ymm5, 9
-    vpaddw       ymm5, ymm13, ymm5
-    vpsraw       ymm13, ymm6, 13                     ; special: before layer 3
-    vpand        ymm6, ymm6, [rax - 128]
-    vpsubw       ymm6, ymm6, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm13, ymm6
-    vpaddw       ymm13, ymm5, ymm6                   ; layer 3
-    vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2432
-    vpmullw      ymm6, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpsraw       ymm6, ymm7, 13                      ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpsraw       ymm12, ymm7, 13                     ; special: before layer 3
     vpand        ymm7, ymm7, [rax - 128]
-    vpsubw       ymm7, ymm7, ymm6
-    vpsllw       ymm6, ymm6, 9
-    vpaddw       ymm6, ymm7, ymm6
+    vpsubw       ymm7, ymm7, ymm12
+    vpsllw       ymm12, ymm12, 9
+    vpaddw       ymm7, ymm12, ymm7
+    vpaddw       ymm12, ymm2, ymm7                   ; layer 3
+    vpsubw       ymm2, ymm2, ymm7
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmullw      ymm7, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
     vpsraw       ymm7, ymm8, 13                      ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
     vpand        ymm8, ymm8, [rax - 128]
     vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpsubw       ymm6, ymm6, ymm7
+    vpsraw       ymm8, ymm3, 13                      ; special: before layer 3
+    vpand        ymm3, ymm3, [rax - 128]
+    vpsubw       ymm3, ymm3, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm3, ymm8, ymm3
+    vpaddw       ymm8, ymm7, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm7, ymm3
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmullw      ymm7, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpsraw       ymm7, ymm9, 13                      ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
+    vpsubw       ymm9, ymm9, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm9, ymm7
+    vpsraw       ymm9, ymm4, 13                      ; special: before layer 3
+    vpand        ymm4, ymm4, [rax - 128]
+    vpsubw       ymm4, ymm4, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm7, ymm4
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2368
+    vpmullw      ymm7, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsraw       ymm7, ymm14, 13                     ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm14, ymm14, [rax - 128]
+    vpsubw       ymm14, ymm14, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm14, ymm7
+    vpsraw       ymm14, ymm5, 13                     ; special: before layer 3
+    vpand        ymm5, ymm5, [rax - 128]
+    vpsubw       ymm5, ymm5, ymm14
+    vpsllw       ymm14, ymm14, 9
+    vpaddw       ymm5, ymm14, ymm5
+    vpaddw       ymm14, ymm7, ymm5                   ; layer 3
+    vpsubw       ymm5, ymm7, ymm5
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2432
+    vpmullw      ymm7, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm5, ymm5, ymm7
+    vpsraw       ymm7, ymm10, 13                     ; special: before layer 3
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    vpand        ymm10, ymm10, [rax - 128]
+    vpsubw       ymm10, ymm10, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm10, ymm7
+    vpsraw       ymm10, ymm6, 13                     ; special: before layer 3
+    vpand        ymm6, ymm6, [rax - 128]
+    vpsubw       ymm6, ymm6, ymm10
+    vpsllw       ymm10, ymm10, 9
+    vpaddw       ymm6, ymm10, ymm6
+    vpaddw       ymm10, ymm7, ymm6                   ; layer 3
+    vpsubw       ymm6, ymm7, ymm6
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2624] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2496
     vpmullw      ymm7, ymm6, [rax - 96]
     vpmulhw      ymm6, ymm6, [rax - 128]
@@ -1861,74 +1833,74 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm15, ymm7
-    vpaddw       ymm15, ymm11, ymm7                  ; layer 2
-    vpsubw       ymm7, ymm7, ymm11
+    vpaddw       ymm15, ymm13, ymm7                  ; layer 2
+    vpsubw       ymm7, ymm7, ymm13
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2560
-    vpmullw      ymm11, ymm7, [rax - 96]
+    vpmullw      ymm13, ymm7, [rax - 96]
     vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm7, ymm7, ymm11
-    vmovdqa      ymm11, [rsp + 96]                   ; reload
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm7, ymm7, ymm13
+    vmovdqa      ymm13, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm7                    ; spill
+    vpaddw       ymm7, ymm13, [rsp + 32]             ; layer 2
+    vpsubw       ymm13, ymm13, [rsp + 32]
     vmovdqa      [rsp + 32], ymm7                    ; spill
-    vpaddw       ymm7, ymm11, [rsp]                  ; layer 2
-    vpsubw       ymm11, ymm11, [rsp]
-    vmovdqa      [rsp], ymm7                         ; spill
-    vpmullw      ymm7, ymm11, [rax - 96]
-    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmullw      ymm7, ymm13, [rax - 96]
+    vpmulhw      ymm13, ymm13, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm11, ymm7
-    vpsraw       ymm11, ymm9, 13                     ; special: before layer 2
+    vpsubw       ymm7, ymm13, ymm7
+    vpsraw       ymm13, ymm11, 13                    ; special: before layer 2
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm11
-    vpsllw       ymm11, ymm11, 9
-    vpaddw       ymm9, ymm9, ymm11
-    vpaddw       ymm11, ymm9, ymm12                  ; layer 2
-    vpsubw       ymm9, ymm9, ymm12
+    vpand        ymm11, ymm11, [rax - 128]
+    vpsubw       ymm11, ymm11, ymm13
+    vpsllw       ymm13, ymm13, 9
+    vpaddw       ymm11, ymm11, ymm13
+    vpaddw       ymm13, ymm11, ymm12                 ; layer 2
+    vpsubw       ymm11, ymm11, ymm12
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2752] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2624
-    vpmullw      ymm12, ymm9, [rax - 96]
-    vpmulhw      ymm9, ymm9, [rax - 128]
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm9, ymm9, ymm12
+    vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm1, ymm2                   ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm10, 13                     ; special: before layer 2
+    vpsraw       ymm2, ymm8, 13                      ; special: before layer 2
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm10, ymm10, [rax - 128]
-    vpsubw       ymm10, ymm10, ymm2
+    vpand        ymm8, ymm8, [rax - 128]
+    vpsubw       ymm8, ymm8, ymm2
     vpsllw       ymm2, ymm2, 9
-    vpaddw       ymm2, ymm10, ymm2
-    vpaddw       ymm10, ymm14, ymm2                  ; layer 2
-    vpsubw       ymm2, ymm2, ymm14
+    vpaddw       ymm2, ymm8, ymm2
+    vpaddw       ymm8, ymm9, ymm2                    ; layer 2
+    vpsubw       ymm2, ymm2, ymm9
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2688
-    vpmullw      ymm14, ymm2, [rax - 96]
+    vpmullw      ymm9, ymm2, [rax - 96]
     vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm0
-    vpsubw       ymm2, ymm2, ymm14
-    vpaddw       ymm14, ymm3, ymm4                   ; layer 2
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rax - 96]
     vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsraw       ymm4, ymm13, 13                     ; special: before layer 2
+    vpsraw       ymm4, ymm14, 13                     ; special: before layer 2
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm13, ymm4
+    vpand        ymm14, ymm14, [rax - 128]
+    vpsubw       ymm14, ymm14, ymm4
     vpsllw       ymm4, ymm4, 9
-    vpaddw       ymm4, ymm13, ymm4
-    vpaddw       ymm13, ymm8, ymm4                   ; layer 2
-    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm4, ymm14, ymm4
+    vpaddw       ymm14, ymm10, ymm4                  ; layer 2
+    vpsubw       ymm4, ymm4, ymm10
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2752
-    vpmullw      ymm8, ymm4, [rax - 96]
+    vpmullw      ymm10, ymm4, [rax - 96]
     vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm6                    ; layer 2
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm4, ymm4, ymm10
+    vpaddw       ymm10, ymm5, ymm6                   ; layer 2
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rax - 96]
     vpmulhw      ymm5, ymm5, [rax - 128]
@@ -1940,65 +1912,65 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm15, ymm15, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm15, ymm6
-    vpsraw       ymm15, ymm11, 13                    ; special: before layer 1
-    vpand        ymm11, ymm11, [rax - 128]
-    vpsubw       ymm11, ymm11, ymm15
+    vpsraw       ymm15, ymm13, 13                    ; special: before layer 1
+    vpand        ymm13, ymm13, [rax - 128]
+    vpsubw       ymm13, ymm13, ymm15
     vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm11, ymm11, ymm15
-    vpaddw       ymm15, ymm11, ymm6                  ; layer 1
-    vpsubw       ymm6, ymm6, ymm11
+    vpaddw       ymm13, ymm13, ymm15
+    vpaddw       ymm15, ymm13, ymm6                  ; layer 1
+    vpsubw       ymm6, ymm6, ymm13
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2816
-    vpmullw      ymm11, ymm6, [rax - 96]
+    vpmullw      ymm13, ymm6, [rax - 96]
     vpmulhw      ymm6, ymm6, [rax - 128]
-    vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm6, ymm6, ymm11
-    vmovdqa      ymm11, [rsp]                        ; reload
-    vmovdqa      [rsp + 96], ymm6                    ; spill
-    vpaddw       ymm6, ymm11, ymm12                  ; layer 1
-    vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm6, ymm6, ymm13
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm6                         ; spill
+    vpaddw       ymm6, ymm13, ymm12                  ; layer 1
+    vpsubw       ymm12, ymm13, ymm12
+    vpmullw      ymm13, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm12, ymm12, ymm13
+    vmovdqa      ymm13, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm12                   ; spill
+    vpaddw       ymm12, ymm13, ymm11                 ; layer 1
+    vpsubw       ymm11, ymm13, ymm11
+    vpmullw      ymm13, ymm11, [rax - 96]
     vpmulhw      ymm11, ymm11, [rax - 128]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm11, ymm11, ymm12
-    vmovdqa      ymm12, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm11                        ; spill
-    vpaddw       ymm11, ymm12, ymm9                  ; layer 1
-    vpsubw       ymm9, ymm12, ymm9
-    vpmullw      ymm12, ymm9, [rax - 96]
-    vpmulhw      ymm9, ymm9, [rax - 128]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm9, ymm9, ymm12
-    vpaddw       ymm12, ymm7, ymm1                   ; layer 1
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm11, ymm11, ymm13
+    vpaddw       ymm13, ymm7, ymm1                   ; layer 1
     vpsubw       ymm1, ymm7, ymm1
     vpmullw      ymm7, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpsraw       ymm7, ymm10, 13                     ; special: before layer 1
+    vpsraw       ymm7, ymm8, 13                      ; special: before layer 1
     lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm10, ymm10, [rax - 128]
-    vpsubw       ymm10, ymm10, ymm7
+    vpand        ymm8, ymm8, [rax - 128]
+    vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm10, ymm7
-    vpsraw       ymm10, ymm13, 13                    ; special: before layer 1
-    vpand        ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm13, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm13, ymm10
-    vpaddw       ymm13, ymm10, ymm7                  ; layer 1
-    vpsubw       ymm7, ymm7, ymm10
+    vpaddw       ymm7, ymm8, ymm7
+    vpsraw       ymm8, ymm14, 13                     ; special: before layer 1
+    vpand        ymm14, ymm14, [rax - 128]
+    vpsubw       ymm14, ymm14, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm8, ymm14, ymm8
+    vpaddw       ymm14, ymm8, ymm7                   ; layer 1
+    vpsubw       ymm7, ymm7, ymm8
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2880
-    vpmullw      ymm10, ymm7, [rax - 96]
+    vpmullw      ymm8, ymm7, [rax - 96]
     vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm9, ymm10                   ; layer 1
+    vpsubw       ymm9, ymm9, ymm10
+    vpmullw      ymm10, ymm9, [rax - 96]
+    vpmulhw      ymm9, ymm9, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm7, ymm7, ymm10
-    vpaddw       ymm10, ymm14, ymm8                  ; layer 1
-    vpsubw       ymm8, ymm14, ymm8
-    vpmullw      ymm14, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm0
-    vpsubw       ymm8, ymm8, ymm14
-    vpaddw       ymm14, ymm2, ymm4                   ; layer 1
+    vpsubw       ymm9, ymm9, ymm10
+    vpaddw       ymm10, ymm2, ymm4                   ; layer 1
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rax - 96]
     vpmulhw      ymm2, ymm2, [rax - 128]
@@ -2015,79 +1987,79 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm15, ymm15, ymm5
     vpsllw       ymm5, ymm5, 9
     vpaddw       ymm5, ymm15, ymm5
-    vpaddw       ymm15, ymm13, ymm5                  ; layer 0
-    vpsubw       ymm5, ymm5, ymm13
-    vpmullw      ymm13, ymm5, [rax - 32]
+    vpaddw       ymm15, ymm14, ymm5                  ; layer 0
+    vpsubw       ymm5, ymm5, ymm14
+    vpmullw      ymm14, ymm5, [rax - 32]
     vpmulhw      ymm5, ymm5, [rax - 64]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm5, ymm5, ymm13
-    vpsraw       ymm13, ymm6, 13                     ; special: before layer 0
-    vpand        ymm6, ymm6, [rel pw_8191]
-    vpsubw       ymm6, ymm6, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm6, ymm13, ymm6
-    vpaddw       ymm13, ymm10, ymm6                  ; layer 0
-    vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm10, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
-    vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm6, ymm6, ymm10
-    vpaddw       ymm10, ymm11, ymm14                 ; layer 0
-    vpsubw       ymm11, ymm11, ymm14
-    vpmullw      ymm14, ymm11, [rax - 32]
-    vpmulhw      ymm11, ymm11, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
-    vpsubw       ymm11, ymm11, ymm14
-    vpaddw       ymm14, ymm12, ymm4                  ; layer 0
-    vpsubw       ymm4, ymm12, ymm4
-    vpmullw      ymm12, ymm4, [rax - 32]
+    vpsubw       ymm5, ymm5, ymm14
+    vpsraw       ymm14, ymm6, 13                     ; special: before layer 0
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm14
+    vpsllw       ymm14, ymm14, 9
+    vpaddw       ymm6, ymm14, ymm6
+    vpaddw       ymm14, ymm8, ymm6                   ; layer 0
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm12, ymm10                  ; layer 0
+    vpsubw       ymm10, ymm12, ymm10
+    vpmullw      ymm12, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm10, ymm10, ymm12
+    vpaddw       ymm12, ymm13, ymm4                  ; layer 0
+    vpsubw       ymm4, ymm13, ymm4
+    vpmullw      ymm13, ymm4, [rax - 32]
     vpmulhw      ymm4, ymm4, [rax - 64]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm4, ymm4, ymm12
-    vmovdqa      ymm12, [rsp + 96]                   ; reload
-    vmovdqa      [rsp + 32], ymm4                    ; spill
-    vpaddw       ymm4, ymm12, ymm7                   ; layer 0
-    vpsubw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm7, [rax - 32]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm4, ymm4, ymm13
+    vmovdqa      ymm13, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vpaddw       ymm4, ymm13, ymm7                   ; layer 0
+    vpsubw       ymm7, ymm13, ymm7
+    vpmullw      ymm13, ymm7, [rax - 32]
     vpmulhw      ymm7, ymm7, [rax - 64]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm7, ymm7, ymm12
-    vmovdqa      ymm12, [rsp]                        ; reload
-    vmovdqa      [rsp + 96], ymm7                    ; spill
-    vpaddw       ymm7, ymm12, ymm8                   ; layer 0
-    vpsubw       ymm8, ymm12, ymm8
-    vpmullw      ymm12, ymm8, [rax - 32]
-    vpmulhw      ymm8, ymm8, [rax - 64]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm8, ymm8, ymm12
-    vpaddw       ymm12, ymm9, ymm2                   ; layer 0
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm7, ymm7, ymm13
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm7                         ; spill
+    vpaddw       ymm7, ymm13, ymm9                   ; layer 0
+    vpsubw       ymm9, ymm13, ymm9
+    vpmullw      ymm13, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm9, ymm9, ymm13
+    vpaddw       ymm13, ymm11, ymm2                  ; layer 0
+    vpsubw       ymm2, ymm11, ymm2
+    vpmullw      ymm11, ymm2, [rax - 32]
     vpmulhw      ymm2, ymm2, [rax - 64]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm1, ymm3                    ; layer 0
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm2, ymm2, ymm11
+    vpaddw       ymm11, ymm1, ymm3                   ; layer 0
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rax - 32]
     vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm15
-    vmovdqu      [rdi + 32], ymm13
-    vmovdqu      [rdi + 64], ymm10
-    vmovdqu      [rdi + 96], ymm14
+    vmovdqu      [rdi + 32], ymm14
+    vmovdqu      [rdi + 64], ymm8
+    vmovdqu      [rdi + 96], ymm12
     vmovdqu      [rdi + 128], ymm4
     vmovdqu      [rdi + 160], ymm7
-    vmovdqu      [rdi + 192], ymm12
-    vmovdqu      [rdi + 224], ymm9
+    vmovdqu      [rdi + 192], ymm13
+    vmovdqu      [rdi + 224], ymm11
     vmovdqu      [rdi + 256], ymm5
     vmovdqu      [rdi + 288], ymm6
-    vmovdqu      [rdi + 320], ymm11
-    vmovdqa      ymm1, [rsp + 32]                    ; reload
+    vmovdqu      [rdi + 320], ymm10
+    vmovdqa      ymm1, [rsp + 64]                    ; reload
     vmovdqu      [rdi + 352], ymm1
-    vmovdqa      ymm1, [rsp + 96]                    ; reload
+    vmovdqa      ymm1, [rsp]                         ; reload
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      [rdi + 416], ymm8
+    vmovdqu      [rdi + 416], ymm9
     vmovdqu      [rdi + 448], ymm2
     vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
@@ -2545,172 +2517,156 @@ kg_kyberr17681_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_avx2.end - kg_kyberr17681_mulmod_shoup_avx2)
 align 32
 kg_kyberr17681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_7681]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2724,237 +2680,205 @@ kg_kyberr17681_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_avx2.end - kg_kyberr17681_muladd_shoup_avx2)
 align 32
 kg_kyberr17681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_15362]                ; held in a register: read 16 times
-    vmovdqu      ymm5, [rel pw_7681]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_15362]                ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 32]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 64]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 96]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 128]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 160]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 192]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 224]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 256]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 288]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 320]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 352]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 384]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 416]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 448]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 480]
-    vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm0, ymm0, [r8 + 480]
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper

@@ -3838,694 +3838,684 @@ kg_mlkem3329_ntt_inverse_avx2:
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vmovdqu      ymm0, [rax - 128]                   ; q = 3329
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vmovdqu      ymm5, [rdi + 128]
-    vmovdqu      ymm6, [rdi + 160]
-    vmovdqu      ymm7, [rdi + 192]
-    vmovdqu      ymm8, [rdi + 224]
-    vmovdqu      ymm9, [rdi + 256]
-    vmovdqu      ymm10, [rdi + 288]
-    vmovdqu      ymm11, [rdi + 320]
-    vmovdqu      ymm12, [rdi + 352]
-    vmovdqu      ymm13, [rdi + 384]
-    vmovdqu      ymm14, [rdi + 416]
-    vmovdqu      ymm15, [rdi + 448]
-    vmovdqu      ymm0, [rdi + 480]
+    vmovdqu      ymm2, [rdi + 64]
+    vmovdqu      ymm3, [rdi + 128]
+    vmovdqu      ymm4, [rdi + 192]
+    vmovdqu      ymm5, [rdi + 256]
+    vmovdqu      ymm6, [rdi + 320]
+    vmovdqu      ymm7, [rdi + 384]
+    vmovdqu      ymm8, [rdi + 448]
+    vperm2i128   ymm9, ymm1, [rdi + 32], 32
+    vperm2i128   ymm1, ymm1, [rdi + 32], 49
+    vperm2i128   ymm10, ymm2, [rdi + 96], 32
+    vperm2i128   ymm2, ymm2, [rdi + 96], 49
+    vperm2i128   ymm11, ymm3, [rdi + 160], 32
+    vperm2i128   ymm3, ymm3, [rdi + 160], 49
+    vperm2i128   ymm12, ymm4, [rdi + 224], 32
+    vperm2i128   ymm4, ymm4, [rdi + 224], 49
+    vperm2i128   ymm13, ymm5, [rdi + 288], 32
+    vperm2i128   ymm5, ymm5, [rdi + 288], 49
+    vperm2i128   ymm14, ymm6, [rdi + 352], 32
+    vperm2i128   ymm6, ymm6, [rdi + 352], 49
+    vperm2i128   ymm15, ymm7, [rdi + 416], 32
+    vperm2i128   ymm7, ymm7, [rdi + 416], 49
+    vperm2i128   ymm0, ymm8, [rdi + 480], 32
+    vperm2i128   ymm8, ymm8, [rdi + 480], 49
     vmovdqa      [rsp], ymm0                         ; spill
-    vperm2i128   ymm0, ymm1, ymm2, 32
-    vperm2i128   ymm1, ymm1, ymm2, 49
-    vperm2i128   ymm2, ymm3, ymm4, 32
-    vperm2i128   ymm3, ymm3, ymm4, 49
-    vperm2i128   ymm4, ymm5, ymm6, 32
-    vperm2i128   ymm5, ymm5, ymm6, 49
-    vperm2i128   ymm6, ymm7, ymm8, 32
-    vperm2i128   ymm7, ymm7, ymm8, 49
-    vperm2i128   ymm8, ymm9, ymm10, 32
-    vperm2i128   ymm9, ymm9, ymm10, 49
-    vperm2i128   ymm10, ymm11, ymm12, 32
-    vperm2i128   ymm11, ymm11, ymm12, 49
-    vperm2i128   ymm12, ymm13, ymm14, 32
-    vperm2i128   ymm13, ymm13, ymm14, 49
-    vperm2i128   ymm14, ymm15, [rsp], 32
-    vperm2i128   ymm15, ymm15, [rsp], 49
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpunpcklqdq  ymm14, ymm0, ymm1
-    vpunpckhqdq  ymm0, ymm0, ymm1
-    vpunpcklqdq  ymm1, ymm2, ymm3
-    vpunpckhqdq  ymm2, ymm2, ymm3
-    vpunpcklqdq  ymm3, ymm4, ymm5
-    vpunpckhqdq  ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm7
-    vpunpckhqdq  ymm6, ymm6, ymm7
-    vpunpcklqdq  ymm7, ymm8, ymm9
-    vpunpckhqdq  ymm8, ymm8, ymm9
-    vpunpcklqdq  ymm9, ymm10, ymm11
-    vpunpckhqdq  ymm10, ymm10, ymm11
-    vpunpcklqdq  ymm11, ymm12, ymm13
-    vpunpckhqdq  ymm12, ymm12, ymm13
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm11                   ; spill
-    vpunpcklqdq  ymm11, ymm13, ymm15
-    vpunpckhqdq  ymm13, ymm13, ymm15
-    vpsllq       ymm15, ymm0, 32
-    vpblendd     ymm15, ymm14, ymm15, 170
-    vpsrlq       ymm14, ymm14, 32
-    vpblendd     ymm0, ymm14, ymm0, 170
-    vpsllq       ymm14, ymm2, 32
-    vpblendd     ymm14, ymm1, ymm14, 170
-    vpsrlq       ymm1, ymm1, 32
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsllq       ymm2, ymm4, 32
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpsllq       ymm4, ymm6, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
-    vpsllq       ymm6, ymm8, 32
-    vpblendd     ymm6, ymm7, ymm6, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm7, ymm7, ymm8, 170
-    vpsllq       ymm8, ymm10, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
+    vpunpcklqdq  ymm0, ymm9, ymm1
+    vpunpckhqdq  ymm1, ymm9, ymm1
+    vpunpcklqdq  ymm9, ymm10, ymm2
+    vpunpckhqdq  ymm2, ymm10, ymm2
+    vpunpcklqdq  ymm10, ymm11, ymm3
+    vpunpckhqdq  ymm3, ymm11, ymm3
+    vpunpcklqdq  ymm11, ymm12, ymm4
+    vpunpckhqdq  ymm4, ymm12, ymm4
+    vpunpcklqdq  ymm12, ymm13, ymm5
+    vpunpckhqdq  ymm5, ymm13, ymm5
+    vpunpcklqdq  ymm13, ymm14, ymm6
+    vpunpckhqdq  ymm6, ymm14, ymm6
+    vpunpcklqdq  ymm14, ymm15, ymm7
+    vpunpckhqdq  ymm7, ymm15, ymm7
+    vmovdqa      ymm15, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpunpcklqdq  ymm14, ymm15, ymm8
+    vpunpckhqdq  ymm8, ymm15, ymm8
+    vpsllq       ymm15, ymm1, 32
+    vpblendd     ymm15, ymm0, ymm15, 170
+    vpsrlq       ymm0, ymm0, 32
+    vpblendd     ymm0, ymm0, ymm1, 170
+    vpsllq       ymm1, ymm2, 32
+    vpblendd     ymm1, ymm9, ymm1, 170
     vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm9, ymm9, ymm10, 170
-    vpsllq       ymm10, ymm12, 32
-    vmovdqa      [rsp], ymm8                         ; spill
-    vmovdqa      ymm8, [rsp + 32]                    ; reload
-    vpblendd     ymm10, ymm8, ymm10, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm8, ymm8, ymm12, 170
-    vpsllq       ymm12, ymm13, 32
-    vpblendd     ymm12, ymm11, ymm12, 170
+    vpblendd     ymm2, ymm9, ymm2, 170
+    vpsllq       ymm9, ymm3, 32
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm3, ymm10, ymm3, 170
+    vpsllq       ymm10, ymm4, 32
+    vpblendd     ymm10, ymm11, ymm10, 170
     vpsrlq       ymm11, ymm11, 32
-    vpblendd     ymm11, ymm11, ymm13, 170
-    vpaddw       ymm13, ymm15, ymm0                  ; layer 6
+    vpblendd     ymm4, ymm11, ymm4, 170
+    vpsllq       ymm11, ymm5, 32
+    vpblendd     ymm11, ymm12, ymm11, 170
+    vpsrlq       ymm12, ymm12, 32
+    vpblendd     ymm5, ymm12, ymm5, 170
+    vpsllq       ymm12, ymm6, 32
+    vpblendd     ymm12, ymm13, ymm12, 170
+    vpsrlq       ymm13, ymm13, 32
+    vpblendd     ymm6, ymm13, ymm6, 170
+    vpsllq       ymm13, ymm7, 32
+    vmovdqa      [rsp], ymm6                         ; spill
+    vmovdqa      ymm6, [rsp + 32]                    ; reload
+    vpblendd     ymm13, ymm6, ymm13, 170
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm6, ymm6, ymm7, 170
+    vpsllq       ymm7, ymm8, 32
+    vpblendd     ymm7, ymm14, ymm7, 170
+    vpsrlq       ymm14, ymm14, 32
+    vpblendd     ymm8, ymm14, ymm8, 170
+    vpaddw       ymm14, ymm15, ymm0                  ; layer 6
     vpsubw       ymm0, ymm15, ymm0
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 0
     vpmullw      ymm15, ymm0, [rax - 96]
     vpmulhw      ymm0, ymm0, [rax - 128]
-    vmovdqa      [rsp + 32], ymm11                   ; spill
+    vmovdqa      [rsp + 32], ymm7                    ; spill
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm11, [rax - 128]                  ; reload
-    vpmulhw      ymm15, ymm15, ymm11
+    vmovdqu      ymm7, [rax - 128]                   ; reload
+    vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm0, ymm0, ymm15
     lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm15, ymm13, [rax - 128]
+    vpmullw      ymm15, ymm14, [rax - 128]
     lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm13, ymm13, [rax - 128]
-    vpmulhw      ymm15, ymm15, ymm11
-    vpsubw       ymm13, ymm13, ymm15
-    vpaddw       ymm15, ymm14, ymm1                  ; layer 6
-    vpsubw       ymm1, ymm14, ymm1
+    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmulhw      ymm15, ymm15, ymm7
+    vpsubw       ymm14, ymm14, ymm15
+    vpaddw       ymm15, ymm1, ymm2                   ; layer 6
+    vpsubw       ymm1, ymm1, ymm2
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm14, ymm1, [rax - 96]
+    vpmullw      ymm2, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm1, ymm1, ymm14
+    vpmulhw      ymm2, ymm2, ymm7
+    vpsubw       ymm1, ymm1, ymm2
     lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm14, ymm15, [rax - 128]
+    vpmullw      ymm2, ymm15, [rax - 128]
     lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
     vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm14, ymm15, ymm14
-    vpaddw       ymm15, ymm2, ymm3                   ; layer 6
-    vpsubw       ymm2, ymm2, ymm3
+    vpmulhw      ymm2, ymm2, ymm7
+    vpsubw       ymm2, ymm15, ymm2
+    vpaddw       ymm15, ymm9, ymm3                   ; layer 6
+    vpsubw       ymm3, ymm9, ymm3
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm3, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm3, ymm11, ymm3
-    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm9, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm9, ymm9, ymm7
+    vpsubw       ymm3, ymm3, ymm9
     lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm3, ymm15, [rax - 128]
+    vpmullw      ymm9, ymm15, [rax - 128]
     lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
     vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm3, ymm11, ymm3
-    vpsubw       ymm3, ymm15, ymm3
-    vpaddw       ymm15, ymm4, ymm5                   ; layer 6
-    vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm5, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm5, ymm11, ymm5
-    vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm5, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm5, ymm11, ymm5
-    vpsubw       ymm5, ymm15, ymm5
-    vpaddw       ymm15, ymm6, ymm7                   ; layer 6
-    vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm7, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
-    vpmulhw      ymm7, ymm11, ymm7
-    vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm7, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm7, ymm11, ymm7
-    vpsubw       ymm7, ymm15, ymm7
-    vmovdqa      ymm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpaddw       ymm7, ymm15, ymm9                   ; layer 6
+    vpmulhw      ymm9, ymm9, ymm7
     vpsubw       ymm9, ymm15, ymm9
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm15, ymm9, [rax - 96]
-    vpmulhw      ymm9, ymm9, [rax - 128]
-    vpmulhw      ymm15, ymm15, ymm11
-    vpsubw       ymm9, ymm9, ymm15
+    vpaddw       ymm15, ymm10, ymm4                  ; layer 6
+    vpsubw       ymm4, ymm10, ymm4
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 192
+    vpmullw      ymm10, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm4, ymm4, ymm10
     lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm15, ymm7, [rax - 128]
+    vpmullw      ymm10, ymm15, [rax - 128]
     lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm15, ymm15, ymm11
-    vpsubw       ymm7, ymm7, ymm15
-    vpaddw       ymm15, ymm10, ymm8                  ; layer 6
-    vpsubw       ymm8, ymm10, ymm8
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm10, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
-    vpmulhw      ymm10, ymm10, ymm11
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm10, ymm15, ymm10
-    vpaddw       ymm15, ymm12, [rsp + 32]            ; layer 6
-    vpsubw       ymm12, ymm12, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm10                   ; spill
-    vpmullw      ymm10, ymm12, [rax - 32]
-    vpmulhw      ymm12, ymm12, [rax - 64]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm12, ymm15, [rel pw_m10079]
-    vpmulhw      ymm15, ymm15, [rel pw_1441]
-    vpmulhw      ymm12, ymm12, ymm11
+    vpaddw       ymm15, ymm11, ymm5                  ; layer 6
+    vpsubw       ymm5, ymm11, ymm5
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 256
+    vpmullw      ymm11, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm5, ymm5, ymm11
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm11, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm11, ymm15, ymm11
+    vpaddw       ymm15, ymm12, [rsp]                 ; layer 6
+    vpsubw       ymm12, ymm12, [rsp]
+    vmovdqa      [rsp], ymm11                        ; spill
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 320
+    vpmullw      ymm11, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm11, ymm12, ymm11
+    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
+    vpmullw      ymm12, ymm15, [rax - 128]
+    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm7
     vpsubw       ymm12, ymm15, ymm12
+    vpaddw       ymm15, ymm13, ymm6                  ; layer 6
+    vpsubw       ymm6, ymm13, ymm6
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm13, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm6, ymm6, ymm13
+    vpmullw      ymm13, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm13, ymm15, ymm13
+    vmovdqa      ymm15, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpaddw       ymm13, ymm15, ymm8                  ; layer 6
+    vpsubw       ymm8, ymm15, ymm8
+    vpmullw      ymm15, ymm8, [rax - 32]
+    vpmulhw      ymm8, ymm8, [rax - 64]
+    vpmulhw      ymm15, ymm15, ymm7
+    vpsubw       ymm8, ymm8, ymm15
+    vpmullw      ymm15, ymm13, [rel pw_m10079]
+    vpmulhw      ymm13, ymm13, [rel pw_1441]
+    vpmulhw      ymm15, ymm15, ymm7
+    vpsubw       ymm13, ymm13, ymm15
     vpsllq       ymm15, ymm0, 32
-    vpblendd     ymm15, ymm13, ymm15, 170
-    vpsrlq       ymm13, ymm13, 32
-    vpblendd     ymm0, ymm13, ymm0, 170
-    vpsllq       ymm13, ymm1, 32
-    vpblendd     ymm13, ymm14, ymm13, 170
+    vpblendd     ymm15, ymm14, ymm15, 170
     vpsrlq       ymm14, ymm14, 32
-    vpblendd     ymm1, ymm14, ymm1, 170
-    vpsllq       ymm14, ymm2, 32
-    vpblendd     ymm14, ymm3, ymm14, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpsllq       ymm3, ymm4, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
-    vpsllq       ymm5, ymm6, 32
-    vmovdqa      [rsp], ymm3                         ; spill
-    vmovdqa      ymm3, [rsp + 64]                    ; reload
-    vpblendd     ymm5, ymm3, ymm5, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm6, 170
-    vpsllq       ymm6, ymm9, 32
-    vpblendd     ymm6, ymm7, ymm6, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm7, ymm7, ymm9, 170
-    vpsllq       ymm9, ymm8, 32
-    vmovdqa      [rsp + 64], ymm6                    ; spill
-    vmovdqa      ymm6, [rsp + 32]                    ; reload
-    vpblendd     ymm9, ymm6, ymm9, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm6, ymm6, ymm8, 170
-    vpsllq       ymm8, ymm10, 32
-    vpblendd     ymm8, ymm12, ymm8, 170
+    vpblendd     ymm0, ymm14, ymm0, 170
+    vpsllq       ymm14, ymm1, 32
+    vpblendd     ymm14, ymm2, ymm14, 170
+    vpsrlq       ymm2, ymm2, 32
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vpsllq       ymm2, ymm3, 32
+    vpblendd     ymm2, ymm9, ymm2, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm3, ymm9, ymm3, 170
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm4, ymm10, ymm4, 170
+    vpsllq       ymm10, ymm5, 32
+    vmovdqa      [rsp + 32], ymm4                    ; spill
+    vmovdqa      ymm4, [rsp]                         ; reload
+    vpblendd     ymm10, ymm4, ymm10, 170
+    vpsrlq       ymm4, ymm4, 32
+    vpblendd     ymm4, ymm4, ymm5, 170
+    vpsllq       ymm5, ymm11, 32
+    vpblendd     ymm5, ymm12, ymm5, 170
     vpsrlq       ymm12, ymm12, 32
-    vpblendd     ymm10, ymm12, ymm10, 170
-    vpaddw       ymm12, ymm15, ymm0                  ; layer 5
+    vpblendd     ymm11, ymm12, ymm11, 170
+    vpsllq       ymm12, ymm6, 32
+    vmovdqa      [rsp], ymm5                         ; spill
+    vmovdqa      ymm5, [rsp + 64]                    ; reload
+    vpblendd     ymm12, ymm5, ymm12, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpsllq       ymm6, ymm8, 32
+    vpblendd     ymm6, ymm13, ymm6, 170
+    vpsrlq       ymm13, ymm13, 32
+    vpblendd     ymm8, ymm13, ymm8, 170
+    vpaddw       ymm13, ymm15, ymm0                  ; layer 5
     vpsubw       ymm0, ymm15, ymm0
     vpmullw      ymm15, ymm0, [rax + 32]
     vpmulhw      ymm0, ymm0, [rax]
-    vpmulhw      ymm15, ymm15, ymm11
+    vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm0, ymm0, ymm15
-    vpaddw       ymm15, ymm13, ymm1                  ; layer 5
-    vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rax + 96]
+    vpaddw       ymm15, ymm14, ymm1                  ; layer 5
+    vpsubw       ymm1, ymm14, ymm1
+    vpmullw      ymm14, ymm1, [rax + 96]
     vpmulhw      ymm1, ymm1, [rax + 64]
-    vpmulhw      ymm13, ymm13, ymm11
-    vpsubw       ymm1, ymm1, ymm13
-    vpaddw       ymm13, ymm14, ymm2                  ; layer 5
-    vpsubw       ymm2, ymm14, ymm2
+    vpmulhw      ymm14, ymm14, ymm7
+    vpsubw       ymm1, ymm1, ymm14
+    vpaddw       ymm14, ymm2, ymm3                   ; layer 5
+    vpsubw       ymm2, ymm2, ymm3
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm14, ymm2, [rax - 96]
+    vpmullw      ymm3, ymm2, [rax - 96]
     vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm2, ymm2, ymm14
-    vmovdqa      ymm14, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpaddw       ymm2, ymm14, ymm4                   ; layer 5
-    vpsubw       ymm4, ymm14, ymm4
-    vpmullw      ymm14, ymm4, [rax - 32]
-    vpmulhw      ymm4, ymm4, [rax - 64]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm4, ymm4, ymm14
-    vpaddw       ymm14, ymm5, ymm3                   ; layer 5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rax + 32]
-    vpmulhw      ymm3, ymm3, [rax]
-    vpmulhw      ymm5, ymm11, ymm5
-    vpsubw       ymm3, ymm3, ymm5
-    vmovdqa      ymm5, [rsp + 64]                    ; reload
-    vmovdqa      [rsp], ymm3                         ; spill
-    vpaddw       ymm3, ymm5, ymm7                    ; layer 5
-    vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm5, [rax + 96]
-    vpmulhw      ymm5, ymm5, [rax + 64]
-    vpmulhw      ymm7, ymm11, ymm7
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm9, ymm6                    ; layer 5
-    vpsubw       ymm6, ymm9, ymm6
+    vpmulhw      ymm3, ymm3, ymm7
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm9, [rsp + 32]              ; layer 5
+    vpsubw       ymm9, ymm9, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpmullw      ymm3, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmulhw      ymm3, ymm3, ymm7
+    vpsubw       ymm3, ymm9, ymm3
+    vpaddw       ymm9, ymm10, ymm4                   ; layer 5
+    vpsubw       ymm4, ymm10, ymm4
+    vpmullw      ymm10, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm4, ymm4, ymm10
+    vmovdqa      ymm10, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vpaddw       ymm4, ymm10, ymm11                  ; layer 5
+    vpsubw       ymm10, ymm10, ymm11
+    vpmullw      ymm11, ymm10, [rax + 96]
+    vpmulhw      ymm10, ymm10, [rax + 64]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm12, ymm5                  ; layer 5
+    vpsubw       ymm5, ymm12, ymm5
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm9, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
-    vpmulhw      ymm9, ymm9, ymm11
-    vpsubw       ymm6, ymm6, ymm9
-    vpaddw       ymm9, ymm8, ymm10                   ; layer 5
-    vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm8, [rax - 32]
-    vpmulhw      ymm8, ymm8, [rax - 64]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm8, ymm8, ymm10
-    vpunpcklqdq  ymm10, ymm12, ymm0
-    vpunpckhqdq  ymm0, ymm12, ymm0
-    vpunpcklqdq  ymm12, ymm15, ymm1
-    vpunpckhqdq  ymm1, ymm15, ymm1
-    vpunpcklqdq  ymm15, ymm13, [rsp + 32]
-    vpunpckhqdq  ymm13, ymm13, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm13                   ; spill
-    vpunpcklqdq  ymm13, ymm2, ymm4
-    vpunpckhqdq  ymm2, ymm2, ymm4
-    vpunpcklqdq  ymm4, ymm14, [rsp]
-    vpunpckhqdq  ymm14, ymm14, [rsp]
-    vmovdqa      [rsp], ymm4                         ; spill
-    vpunpcklqdq  ymm4, ymm3, ymm5
-    vpunpckhqdq  ymm3, ymm3, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm6
-    vpunpckhqdq  ymm6, ymm7, ymm6
-    vpunpcklqdq  ymm7, ymm9, ymm8
-    vpunpckhqdq  ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm10, ymm0                   ; layer 4
-    vpsubw       ymm0, ymm10, ymm0
-    vpmullw      ymm10, ymm0, [rax + 32]
-    vpmulhw      ymm0, ymm0, [rax]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm0, ymm0, ymm10
-    vpaddw       ymm10, ymm12, ymm1                  ; layer 4
-    vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rax + 96]
-    vpmulhw      ymm1, ymm1, [rax + 64]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm1, ymm1, ymm12
-    vpaddw       ymm12, ymm15, [rsp + 32]            ; layer 4
-    vpsubw       ymm15, ymm15, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm12                   ; spill
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmullw      ymm12, ymm15, [rax - 96]
-    vpmulhw      ymm15, ymm15, [rax - 128]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm12, ymm15, ymm12
-    vpaddw       ymm15, ymm13, ymm2                  ; layer 4
-    vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
-    vpmulhw      ymm13, ymm13, ymm11
-    vpsubw       ymm2, ymm2, ymm13
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpaddw       ymm2, ymm13, ymm14                  ; layer 4
-    vpsubw       ymm13, ymm13, ymm14
-    vpmullw      ymm14, ymm13, [rax + 32]
-    vpmulhw      ymm13, ymm13, [rax]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm13, ymm13, ymm14
-    vpaddw       ymm14, ymm4, ymm3                   ; layer 4
-    vpsubw       ymm3, ymm4, ymm3
-    vpmullw      ymm4, ymm3, [rax + 96]
-    vpmulhw      ymm3, ymm3, [rax + 64]
-    vpmulhw      ymm4, ymm11, ymm4
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 4
-    vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm6, ymm5, [rax - 96]
+    vpmullw      ymm12, ymm5, [rax - 96]
     vpmulhw      ymm5, ymm5, [rax - 128]
-    vpmulhw      ymm6, ymm11, ymm6
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm8, ymm7                    ; layer 4
-    vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
-    vpmulhw      ymm8, ymm8, ymm11
-    vpsubw       ymm7, ymm7, ymm8
-    vperm2i128   ymm8, ymm9, ymm0, 32
-    vperm2i128   ymm0, ymm9, ymm0, 49
-    vperm2i128   ymm9, ymm10, ymm1, 32
-    vperm2i128   ymm1, ymm10, ymm1, 49
-    vmovdqa      ymm10, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm1                         ; spill
-    vperm2i128   ymm1, ymm10, ymm12, 32
-    vperm2i128   ymm10, ymm10, ymm12, 49
-    vperm2i128   ymm12, ymm15, [rsp + 64], 32
-    vperm2i128   ymm15, ymm15, [rsp + 64], 49
-    vmovdqa      [rsp + 64], ymm12                   ; spill
-    vperm2i128   ymm12, ymm2, ymm13, 32
-    vperm2i128   ymm2, ymm2, ymm13, 49
-    vperm2i128   ymm13, ymm14, ymm3, 32
-    vperm2i128   ymm3, ymm14, ymm3, 49
-    vperm2i128   ymm14, ymm4, ymm5, 32
-    vperm2i128   ymm4, ymm4, ymm5, 49
-    vperm2i128   ymm5, ymm6, ymm7, 32
-    vperm2i128   ymm6, ymm6, ymm7, 49
-    vpaddw       ymm7, ymm8, ymm0                    ; layer 3
+    vpmulhw      ymm12, ymm12, ymm7
+    vpsubw       ymm5, ymm5, ymm12
+    vpaddw       ymm12, ymm8, ymm6                   ; layer 5
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmulhw      ymm8, ymm8, ymm7
+    vpsubw       ymm6, ymm6, ymm8
+    vpunpcklqdq  ymm8, ymm13, ymm0
+    vpunpckhqdq  ymm0, ymm13, ymm0
+    vpunpcklqdq  ymm13, ymm15, ymm1
+    vpunpckhqdq  ymm1, ymm15, ymm1
+    vpunpcklqdq  ymm15, ymm14, ymm2
+    vpunpckhqdq  ymm2, ymm14, ymm2
+    vmovdqa      ymm14, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vpunpcklqdq  ymm2, ymm14, ymm3
+    vpunpckhqdq  ymm3, ymm14, ymm3
+    vpunpcklqdq  ymm14, ymm9, [rsp + 64]
+    vpunpckhqdq  ymm9, ymm9, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm9                    ; spill
+    vpunpcklqdq  ymm9, ymm4, ymm10
+    vpunpckhqdq  ymm4, ymm4, ymm10
+    vpunpcklqdq  ymm10, ymm11, ymm5
+    vpunpckhqdq  ymm5, ymm11, ymm5
+    vpunpcklqdq  ymm11, ymm12, ymm6
+    vpunpckhqdq  ymm6, ymm12, ymm6
+    vpaddw       ymm12, ymm8, ymm0                   ; layer 4
     vpsubw       ymm0, ymm8, ymm0
     vpmullw      ymm8, ymm0, [rax + 32]
     vpmulhw      ymm0, ymm0, [rax]
-    vpmulhw      ymm8, ymm8, ymm11
+    vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm0, ymm0, ymm8
-    vpaddw       ymm8, ymm9, [rsp]                   ; layer 3
-    vpsubw       ymm9, ymm9, [rsp]
-    vmovdqa      [rsp], ymm0                         ; spill
-    vpmullw      ymm0, ymm9, [rax + 96]
-    vpmulhw      ymm9, ymm9, [rax + 64]
-    vpmulhw      ymm0, ymm11, ymm0
-    vpsubw       ymm0, ymm9, ymm0
-    vpaddw       ymm9, ymm10, ymm1                   ; layer 3
-    vpsubw       ymm1, ymm1, ymm10
+    vpaddw       ymm8, ymm13, ymm1                   ; layer 4
+    vpsubw       ymm1, ymm13, ymm1
+    vpmullw      ymm13, ymm1, [rax + 96]
+    vpmulhw      ymm1, ymm1, [rax + 64]
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm15, [rsp]                 ; layer 4
+    vpsubw       ymm15, ymm15, [rsp]
+    vmovdqa      [rsp], ymm13                        ; spill
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1152
+    vpmullw      ymm13, ymm15, [rax - 96]
+    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm13, ymm15, ymm13
+    vpaddw       ymm15, ymm2, ymm3                   ; layer 4
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmulhw      ymm3, ymm3, ymm7
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm14, [rsp + 64]             ; layer 4
+    vpsubw       ymm14, ymm14, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm3                    ; spill
+    vpmullw      ymm3, ymm14, [rax + 32]
+    vpmulhw      ymm14, ymm14, [rax]
+    vpmulhw      ymm3, ymm3, ymm7
+    vpsubw       ymm3, ymm14, ymm3
+    vpaddw       ymm14, ymm9, ymm4                   ; layer 4
+    vpsubw       ymm4, ymm9, ymm4
+    vpmullw      ymm9, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmulhw      ymm9, ymm9, ymm7
+    vpsubw       ymm4, ymm4, ymm9
+    vpaddw       ymm9, ymm10, ymm5                   ; layer 4
+    vpsubw       ymm5, ymm10, ymm5
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1408
+    vpmullw      ymm10, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm5, ymm5, ymm10
+    vpaddw       ymm10, ymm11, ymm6                  ; layer 4
+    vpsubw       ymm6, ymm11, ymm6
+    vpmullw      ymm11, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm6, ymm6, ymm11
+    vperm2i128   ymm11, ymm12, ymm0, 32
+    vperm2i128   ymm0, ymm12, ymm0, 49
+    vperm2i128   ymm12, ymm8, ymm1, 32
+    vperm2i128   ymm1, ymm8, ymm1, 49
+    vmovdqa      ymm8, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vperm2i128   ymm1, ymm8, ymm13, 32
+    vperm2i128   ymm8, ymm8, ymm13, 49
+    vperm2i128   ymm13, ymm15, ymm2, 32
+    vperm2i128   ymm2, ymm15, ymm2, 49
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vperm2i128   ymm2, ymm15, ymm3, 32
+    vperm2i128   ymm3, ymm15, ymm3, 49
+    vperm2i128   ymm15, ymm14, ymm4, 32
+    vperm2i128   ymm4, ymm14, ymm4, 49
+    vperm2i128   ymm14, ymm9, ymm5, 32
+    vperm2i128   ymm5, ymm9, ymm5, 49
+    vperm2i128   ymm9, ymm10, ymm6, 32
+    vperm2i128   ymm6, ymm10, ymm6, 49
+    vpaddw       ymm10, ymm11, ymm0                  ; layer 3
+    vpsubw       ymm0, ymm11, ymm0
+    vpmullw      ymm11, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm0, ymm0, ymm11
+    vpaddw       ymm11, ymm12, [rsp + 32]            ; layer 3
+    vpsubw       ymm12, ymm12, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm0                    ; spill
+    vpmullw      ymm0, ymm12, [rax + 96]
+    vpmulhw      ymm12, ymm12, [rax + 64]
+    vpmulhw      ymm0, ymm0, ymm7
+    vpsubw       ymm0, ymm12, ymm0
+    vpaddw       ymm12, ymm8, ymm1                   ; layer 3
+    vpsubw       ymm1, ymm1, ymm8
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmullw      ymm8, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm1, ymm1, ymm10
-    vmovdqa      ymm10, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpaddw       ymm1, ymm10, ymm15                  ; layer 3
-    vpsubw       ymm10, ymm10, ymm15
-    vpmullw      ymm15, ymm10, [rax - 32]
-    vpmulhw      ymm10, ymm10, [rax - 64]
-    vpmulhw      ymm15, ymm15, ymm11
-    vpsubw       ymm10, ymm10, ymm15
-    vpaddw       ymm15, ymm12, ymm2                  ; layer 3
-    vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm2, [rax + 32]
+    vpmulhw      ymm8, ymm8, ymm7
+    vpsubw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm13, [rsp]                  ; layer 3
+    vpsubw       ymm13, ymm13, [rsp]
+    vmovdqa      [rsp], ymm1                         ; spill
+    vpmullw      ymm1, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
+    vpmulhw      ymm1, ymm1, ymm7
+    vpsubw       ymm1, ymm13, ymm1
+    vpaddw       ymm13, ymm2, ymm3                   ; layer 3
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rax + 32]
     vpmulhw      ymm2, ymm2, [rax]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm2, ymm2, ymm12
-    vpaddw       ymm12, ymm13, ymm3                  ; layer 3
-    vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm3, [rax + 96]
-    vpmulhw      ymm3, ymm3, [rax + 64]
-    vpmulhw      ymm13, ymm13, ymm11
-    vpsubw       ymm3, ymm3, ymm13
-    vpaddw       ymm13, ymm14, ymm4                  ; layer 3
-    vpsubw       ymm4, ymm14, ymm4
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1920
-    vpmullw      ymm14, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm4, ymm4, ymm14
-    vpaddw       ymm14, ymm5, ymm6                   ; layer 3
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
-    vpmulhw      ymm6, ymm11, ymm6
-    vpsubw       ymm5, ymm5, ymm6
-    vpsraw       ymm6, ymm7, 12                      ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm7, ymm7, [rax - 128]
-    vpsubw       ymm7, ymm7, ymm6
-    vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpsllw       ymm4, ymm6, 8
-    vpsubw       ymm4, ymm7, ymm4
-    vpsllw       ymm6, ymm6, 10
-    vpaddw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 2
-    vpsubw       ymm4, ymm4, ymm8
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmullw      ymm7, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm7, ymm11, ymm7
-    vpsubw       ymm4, ymm4, ymm7
-    vmovdqa      ymm7, [rsp]                         ; reload
-    vpaddw       ymm8, ymm7, ymm0                    ; layer 2
-    vpsubw       ymm0, ymm7, ymm0
-    vpmullw      ymm7, ymm0, [rax - 96]
-    vpmulhw      ymm0, ymm0, [rax - 128]
-    vpmulhw      ymm7, ymm11, ymm7
-    vpsubw       ymm0, ymm0, ymm7
-    vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm7
-    vmovdqa      [rsp], ymm0                         ; spill
-    vpsllw       ymm0, ymm7, 8
-    vpsubw       ymm0, ymm9, ymm0
-    vpsllw       ymm7, ymm7, 10
-    vpaddw       ymm0, ymm0, ymm7
-    vpaddw       ymm7, ymm0, ymm1                    ; layer 2
-    vpsubw       ymm0, ymm0, ymm1
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmullw      ymm1, ymm0, [rax - 96]
-    vpmulhw      ymm0, ymm0, [rax - 128]
-    vpmulhw      ymm1, ymm11, ymm1
-    vpsubw       ymm0, ymm0, ymm1
-    vmovdqa      ymm1, [rsp + 32]                    ; reload
-    vpaddw       ymm9, ymm10, ymm1                   ; layer 2
-    vpsubw       ymm1, ymm1, ymm10
-    vpmullw      ymm10, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm1, ymm1, ymm10
-    vpsraw       ymm10, ymm15, 12                    ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm15, ymm15, [rax - 128]
-    vpsubw       ymm15, ymm15, ymm10
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpsllw       ymm1, ymm10, 8
-    vpsubw       ymm1, ymm15, ymm1
-    vpsllw       ymm10, ymm10, 10
-    vpaddw       ymm1, ymm10, ymm1
-    vpaddw       ymm10, ymm12, ymm1                  ; layer 2
-    vpsubw       ymm1, ymm1, ymm12
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2176
-    vpmullw      ymm12, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm1, ymm1, ymm12
-    vpaddw       ymm12, ymm2, ymm3                   ; layer 2
+    vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm3, ymm11, ymm3
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm13, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm13, ymm3
-    vpsllw       ymm15, ymm3, 8
-    vpsubw       ymm13, ymm13, ymm15
-    vpsllw       ymm3, ymm3, 10
-    vpaddw       ymm3, ymm13, ymm3
-    vpaddw       ymm13, ymm14, ymm3                  ; layer 2
-    vpsubw       ymm3, ymm3, ymm14
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmullw      ymm14, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
-    vpsubw       ymm3, ymm3, ymm14
-    vmovdqa      ymm14, [rsp + 64]                   ; reload
-    vpaddw       ymm15, ymm14, ymm5                  ; layer 2
+    vpaddw       ymm3, ymm15, ymm4                   ; layer 3
+    vpsubw       ymm4, ymm15, ymm4
+    vpmullw      ymm15, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmulhw      ymm15, ymm15, ymm7
+    vpsubw       ymm4, ymm4, ymm15
+    vpaddw       ymm15, ymm14, ymm5                  ; layer 3
     vpsubw       ymm5, ymm14, ymm5
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1920
     vpmullw      ymm14, ymm5, [rax - 96]
     vpmulhw      ymm5, ymm5, [rax - 128]
-    vpmulhw      ymm14, ymm14, ymm11
+    vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm5, ymm5, ymm14
-    vpsraw       ymm14, ymm6, 12                     ; special: before layer 1
+    vpaddw       ymm14, ymm9, ymm6                   ; layer 3
+    vpsubw       ymm6, ymm9, ymm6
+    vpmullw      ymm9, ymm6, [rax - 32]
+    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmulhw      ymm9, ymm9, ymm7
+    vpsubw       ymm6, ymm6, ymm9
+    vpsraw       ymm9, ymm10, 12                     ; special: before layer 2
     lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm6, ymm6, [rax - 128]
+    vpand        ymm10, ymm10, [rax - 128]
+    vpsubw       ymm10, ymm10, ymm9
+    vmovdqa      [rsp + 64], ymm5                    ; spill
+    vpsllw       ymm5, ymm9, 8
+    vpsubw       ymm5, ymm10, ymm5
+    vpsllw       ymm9, ymm9, 10
+    vpaddw       ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm11, ymm5                   ; layer 2
+    vpsubw       ymm5, ymm5, ymm11
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmullw      ymm10, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm5, ymm5, ymm10
+    vmovdqa      ymm10, [rsp + 32]                   ; reload
+    vpaddw       ymm11, ymm10, ymm0                  ; layer 2
+    vpsubw       ymm0, ymm10, ymm0
+    vpmullw      ymm10, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm0, ymm0, ymm10
+    vpsraw       ymm10, ymm12, 12                    ; special: before layer 2
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm12, ymm12, [rax - 128]
+    vpsubw       ymm12, ymm12, ymm10
+    vmovdqa      [rsp + 32], ymm0                    ; spill
+    vpsllw       ymm0, ymm10, 8
+    vpsubw       ymm0, ymm12, ymm0
+    vpsllw       ymm10, ymm10, 10
+    vpaddw       ymm0, ymm10, ymm0
+    vpaddw       ymm10, ymm8, ymm0                   ; layer 2
+    vpsubw       ymm0, ymm0, ymm8
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2112
+    vpmullw      ymm8, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmulhw      ymm8, ymm8, ymm7
+    vpsubw       ymm0, ymm0, ymm8
+    vmovdqa      ymm8, [rsp]                         ; reload
+    vpaddw       ymm12, ymm8, ymm1                   ; layer 2
+    vpsubw       ymm1, ymm8, ymm1
+    vpmullw      ymm8, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm8, ymm8, ymm7
+    vpsubw       ymm1, ymm1, ymm8
+    vpsraw       ymm8, ymm13, 12                     ; special: before layer 2
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm13, ymm13, [rax - 128]
+    vpsubw       ymm13, ymm13, ymm8
+    vmovdqa      [rsp], ymm1                         ; spill
+    vpsllw       ymm1, ymm8, 8
+    vpsubw       ymm1, ymm13, ymm1
+    vpsllw       ymm8, ymm8, 10
+    vpaddw       ymm1, ymm8, ymm1
+    vpaddw       ymm8, ymm1, ymm3                    ; layer 2
+    vpsubw       ymm1, ymm1, ymm3
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2176
+    vpmullw      ymm3, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm3, ymm3, ymm7
+    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm2, ymm4                    ; layer 2
+    vpsubw       ymm2, ymm2, ymm4
+    vpmullw      ymm4, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm4, ymm4, ymm7
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm13, ymm15, [rax - 128]
+    vpsubw       ymm13, ymm13, ymm4
+    vpsllw       ymm15, ymm4, 8
+    vpsubw       ymm13, ymm13, ymm15
+    vpsllw       ymm4, ymm4, 10
+    vpaddw       ymm4, ymm13, ymm4
+    vpaddw       ymm13, ymm14, ymm4                  ; layer 2
+    vpsubw       ymm4, ymm4, ymm14
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2240
+    vpmullw      ymm14, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmulhw      ymm14, ymm14, ymm7
+    vpsubw       ymm4, ymm4, ymm14
+    vmovdqa      ymm14, [rsp + 64]                   ; reload
+    vpaddw       ymm15, ymm14, ymm6                  ; layer 2
+    vpsubw       ymm6, ymm14, ymm6
+    vpmullw      ymm14, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm6, ymm6, ymm14
+    vpsraw       ymm14, ymm9, 12                     ; special: before layer 1
+    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
+    vpand        ymm9, ymm9, [rax - 128]
+    vpsubw       ymm9, ymm9, ymm14
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpsllw       ymm2, ymm14, 8
-    vpsubw       ymm2, ymm6, ymm2
-    vpsllw       ymm6, ymm14, 10
-    vpaddw       ymm2, ymm2, ymm6
-    vpsraw       ymm6, ymm7, 12                      ; special: before layer 1
-    vpand        ymm7, ymm7, [rax - 128]
-    vpsubw       ymm7, ymm7, ymm6
-    vpsllw       ymm14, ymm6, 8
-    vpsubw       ymm7, ymm7, ymm14
-    vpsllw       ymm6, ymm6, 10
-    vpaddw       ymm6, ymm7, ymm6
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 1
-    vpsubw       ymm2, ymm2, ymm6
+    vpsubw       ymm2, ymm9, ymm2
+    vpsllw       ymm9, ymm14, 10
+    vpaddw       ymm2, ymm9, ymm2
+    vpsraw       ymm9, ymm10, 12                     ; special: before layer 1
+    vpand        ymm10, ymm10, [rax - 128]
+    vpsubw       ymm10, ymm10, ymm9
+    vpsllw       ymm14, ymm9, 8
+    vpsubw       ymm10, ymm10, ymm14
+    vpsllw       ymm9, ymm9, 10
+    vpaddw       ymm9, ymm10, ymm9
+    vpaddw       ymm10, ymm9, ymm2                   ; layer 1
+    vpsubw       ymm2, ymm2, ymm9
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmullw      ymm6, ymm2, [rax - 96]
+    vpmullw      ymm9, ymm2, [rax - 96]
     vpmulhw      ymm2, ymm2, [rax - 128]
-    vpmulhw      ymm6, ymm11, ymm6
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm8, ymm9                    ; layer 1
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
-    vpmulhw      ymm9, ymm9, ymm11
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm4, ymm0                    ; layer 1
-    vpsubw       ymm0, ymm4, ymm0
-    vpmullw      ymm4, ymm0, [rax - 96]
+    vpmulhw      ymm9, ymm9, ymm7
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm11, ymm12                  ; layer 1
+    vpsubw       ymm11, ymm11, ymm12
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm7
+    vpsubw       ymm11, ymm11, ymm12
+    vpaddw       ymm12, ymm5, ymm0                   ; layer 1
+    vpsubw       ymm0, ymm5, ymm0
+    vpmullw      ymm5, ymm0, [rax - 96]
     vpmulhw      ymm0, ymm0, [rax - 128]
-    vpmulhw      ymm4, ymm11, ymm4
-    vpsubw       ymm0, ymm0, ymm4
-    vmovdqa      ymm4, [rsp]                         ; reload
-    vpaddw       ymm14, ymm4, [rsp + 32]             ; layer 1
-    vpsubw       ymm4, ymm4, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm0                    ; spill
-    vpmullw      ymm0, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    vpmulhw      ymm0, ymm11, ymm0
-    vpsubw       ymm0, ymm4, ymm0
-    vpsraw       ymm4, ymm10, 12                     ; special: before layer 1
-    vpand        ymm10, ymm10, [rel pw_4095]
-    vpsubw       ymm10, ymm10, ymm4
+    vpmulhw      ymm5, ymm5, ymm7
+    vpsubw       ymm0, ymm0, ymm5
+    vmovdqa      ymm5, [rsp + 32]                    ; reload
+    vpaddw       ymm14, ymm5, [rsp]                  ; layer 1
+    vpsubw       ymm5, ymm5, [rsp]
     vmovdqa      [rsp], ymm0                         ; spill
-    vpsllw       ymm0, ymm4, 8
-    vpsubw       ymm0, ymm10, ymm0
-    vpsllw       ymm4, ymm4, 10
-    vpaddw       ymm0, ymm0, ymm4
-    vpsraw       ymm4, ymm13, 12                     ; special: before layer 1
-    vpand        ymm10, ymm13, [rel pw_4095]
-    vpsubw       ymm10, ymm10, ymm4
-    vpsllw       ymm13, ymm4, 8
-    vpsubw       ymm10, ymm10, ymm13
-    vpsllw       ymm4, ymm4, 10
-    vpaddw       ymm4, ymm10, ymm4
-    vpaddw       ymm10, ymm0, ymm4                   ; layer 1
-    vpsubw       ymm0, ymm0, ymm4
-    vpmullw      ymm4, ymm0, [rax - 32]
+    vpmullw      ymm0, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmulhw      ymm0, ymm0, ymm7
+    vpsubw       ymm0, ymm5, ymm0
+    vpsraw       ymm5, ymm8, 12                      ; special: before layer 1
+    vpand        ymm8, ymm8, [rel pw_4095]
+    vpsubw       ymm8, ymm8, ymm5
+    vmovdqa      [rsp + 32], ymm0                    ; spill
+    vpsllw       ymm0, ymm5, 8
+    vpsubw       ymm0, ymm8, ymm0
+    vpsllw       ymm5, ymm5, 10
+    vpaddw       ymm0, ymm0, ymm5
+    vpsraw       ymm5, ymm13, 12                     ; special: before layer 1
+    vpand        ymm8, ymm13, [rel pw_4095]
+    vpsubw       ymm8, ymm8, ymm5
+    vpsllw       ymm13, ymm5, 8
+    vpsubw       ymm8, ymm8, ymm13
+    vpsllw       ymm5, ymm5, 10
+    vpaddw       ymm5, ymm8, ymm5
+    vpaddw       ymm8, ymm0, ymm5                    ; layer 1
+    vpsubw       ymm0, ymm0, ymm5
+    vpmullw      ymm5, ymm0, [rax - 32]
     vpmulhw      ymm0, ymm0, [rax - 64]
-    vpmulhw      ymm4, ymm11, ymm4
-    vpsubw       ymm0, ymm0, ymm4
-    vpaddw       ymm4, ymm12, ymm15                  ; layer 1
-    vpsubw       ymm12, ymm12, ymm15
-    vpmullw      ymm13, ymm12, [rax - 32]
-    vpmulhw      ymm12, ymm12, [rax - 64]
-    vpmulhw      ymm13, ymm13, ymm11
-    vpsubw       ymm12, ymm12, ymm13
-    vpaddw       ymm13, ymm1, ymm3                   ; layer 1
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rax - 32]
-    vpmulhw      ymm1, ymm1, [rax - 64]
-    vpmulhw      ymm3, ymm11, ymm3
-    vpsubw       ymm1, ymm1, ymm3
-    vmovdqa      ymm3, [rsp + 64]                    ; reload
-    vpaddw       ymm15, ymm3, ymm5                   ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rax - 32]
+    vpmulhw      ymm5, ymm5, ymm7
+    vpsubw       ymm0, ymm0, ymm5
+    vpaddw       ymm5, ymm15, ymm3                   ; layer 1
+    vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm13, ymm3, [rax - 32]
     vpmulhw      ymm3, ymm3, [rax - 64]
-    vpmulhw      ymm5, ymm11, ymm5
-    vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm10, ymm7                   ; layer 0
-    vpsubw       ymm7, ymm7, ymm10
-    vpmullw      ymm10, ymm7, [rax + 32]
-    vpmulhw      ymm7, ymm7, [rax]
-    vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm7, ymm7, ymm10
-    vpaddw       ymm10, ymm6, ymm4                   ; layer 0
-    vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rax + 32]
-    vpmulhw      ymm4, ymm4, [rax]
-    vpmulhw      ymm6, ymm11, ymm6
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm3, ymm3, ymm13
+    vpaddw       ymm13, ymm1, ymm4                   ; layer 1
+    vpsubw       ymm1, ymm1, ymm4
+    vpmullw      ymm4, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
+    vpmulhw      ymm4, ymm4, ymm7
+    vpsubw       ymm1, ymm1, ymm4
+    vmovdqa      ymm4, [rsp + 64]                    ; reload
+    vpaddw       ymm15, ymm4, ymm6                   ; layer 1
     vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm9, ymm13                   ; layer 0
-    vpsubw       ymm9, ymm9, ymm13
-    vpmullw      ymm13, ymm9, [rax + 32]
-    vpmulhw      ymm9, ymm9, [rax]
-    vpmulhw      ymm13, ymm13, ymm11
-    vpsubw       ymm9, ymm9, ymm13
+    vpmullw      ymm6, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmulhw      ymm6, ymm6, ymm7
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm10, ymm8                   ; layer 0
+    vpsubw       ymm8, ymm10, ymm8
+    vpmullw      ymm10, ymm8, [rax + 32]
+    vpmulhw      ymm8, ymm8, [rax]
+    vpmulhw      ymm10, ymm10, ymm7
+    vpsubw       ymm8, ymm8, ymm10
+    vpaddw       ymm10, ymm9, ymm5                   ; layer 0
+    vpsubw       ymm5, ymm9, ymm5
+    vpmullw      ymm9, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
+    vpmulhw      ymm9, ymm9, ymm7
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm12, ymm13                  ; layer 0
+    vpsubw       ymm12, ymm12, ymm13
+    vpmullw      ymm13, ymm12, [rax + 32]
+    vpmulhw      ymm12, ymm12, [rax]
+    vpmulhw      ymm13, ymm13, ymm7
+    vpsubw       ymm12, ymm12, ymm13
     vpaddw       ymm13, ymm14, ymm15                 ; layer 0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm14, [rax + 32]
     vpmulhw      ymm14, ymm14, [rax]
-    vpmulhw      ymm15, ymm15, ymm11
+    vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm2, ymm0                   ; layer 0
     vpsubw       ymm0, ymm2, ymm0
     vpmullw      ymm2, ymm0, [rax + 32]
     vpmulhw      ymm0, ymm0, [rax]
-    vpmulhw      ymm2, ymm11, ymm2
+    vpmulhw      ymm2, ymm2, ymm7
     vpsubw       ymm0, ymm0, ymm2
-    vpaddw       ymm2, ymm8, ymm12                   ; layer 0
-    vpsubw       ymm8, ymm8, ymm12
-    vpmullw      ymm12, ymm8, [rax + 32]
-    vpmulhw      ymm8, ymm8, [rax]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm8, ymm8, ymm12
-    vmovdqa      ymm12, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpaddw       ymm8, ymm12, ymm1                   ; layer 0
-    vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm1, ymm1, ymm12
-    vmovdqa      ymm12, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpaddw       ymm1, ymm12, ymm3                   ; layer 0
-    vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm3, [rax + 32]
+    vpaddw       ymm2, ymm11, ymm3                   ; layer 0
+    vpsubw       ymm3, ymm11, ymm3
+    vpmullw      ymm11, ymm3, [rax + 32]
     vpmulhw      ymm3, ymm3, [rax]
-    vpmulhw      ymm11, ymm12, ymm11
+    vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm3, ymm3, ymm11
+    vmovdqa      ymm11, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm3                    ; spill
+    vpaddw       ymm3, ymm11, ymm1                   ; layer 0
+    vpsubw       ymm1, ymm11, ymm1
+    vpmullw      ymm11, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
+    vpmulhw      ymm11, ymm11, ymm7
+    vpsubw       ymm1, ymm1, ymm11
+    vmovdqa      ymm11, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm1                         ; spill
+    vpaddw       ymm1, ymm11, ymm4                   ; layer 0
+    vpsubw       ymm4, ymm11, ymm4
+    vpmullw      ymm11, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
+    vpmulhw      ymm7, ymm11, ymm7
+    vpsubw       ymm4, ymm4, ymm7
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm11, ymm5, [rax - 128]            ; barrett: the output range asked for
+    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
+    vpsraw       ymm7, ymm7, 10
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
+    vpsubw       ymm6, ymm6, ymm7
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm7, ymm10, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm7, ymm7, [rax - 128]
+    vpsraw       ymm7, ymm7, 10
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm7, ymm7, [rax - 128]
+    vpsubw       ymm7, ymm10, ymm7
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm10, ymm9, [rax - 128]            ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
+    vpsraw       ymm10, ymm10, 10
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm10, ymm10, [rax - 128]
+    vpsubw       ymm9, ymm9, ymm10
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm10, ymm13, [rax - 128]           ; barrett: the output range asked for
+    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
+    vpaddw       ymm10, ymm10, [rax - 128]
+    vpsraw       ymm10, ymm10, 10
+    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
+    vpmullw      ymm10, ymm10, [rax - 128]
+    vpsubw       ymm10, ymm13, ymm10
+    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
+    vpmulhw      ymm11, ymm15, [rax - 128]           ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm11, ymm11, [rax - 128]
     vpsraw       ymm11, ymm11, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm11, ymm11, [rax - 128]
-    vpsubw       ymm5, ymm5, ymm11
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm11, ymm10, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
-    vpsraw       ymm11, ymm11, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm11, ymm11, [rax - 128]
-    vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm11, ymm6, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
-    vpsraw       ymm11, ymm11, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm11, ymm11, [rax - 128]
-    vpsubw       ymm6, ymm6, ymm11
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm11, ymm13, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
-    vpsraw       ymm11, ymm11, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm11, ymm11, [rax - 128]
-    vpsubw       ymm11, ymm13, ymm11
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm12, ymm15, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
-    vpsraw       ymm12, ymm12, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm12, ymm12, [rax - 128]
-    vpsubw       ymm12, ymm15, ymm12
+    vpsubw       ymm11, ymm15, ymm11
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
     vpmulhw      ymm13, ymm2, [rax - 128]            ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
@@ -4535,13 +4525,13 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm2, ymm2, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm8, [rax - 128]            ; barrett: the output range asked for
+    vpmulhw      ymm13, ymm3, [rax - 128]            ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm8, ymm8, ymm13
+    vpsubw       ymm3, ymm3, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
     vpmulhw      ymm13, ymm1, [rax - 128]            ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
@@ -4551,29 +4541,29 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpmullw      ymm13, ymm13, [rax - 128]
     vpsubw       ymm1, ymm1, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm7, [rax - 128]            ; barrett: the output range asked for
+    vpmulhw      ymm13, ymm8, [rax - 128]            ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm7, ymm7, ymm13
+    vpsubw       ymm8, ymm8, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm4, [rax - 128]            ; barrett: the output range asked for
+    vpmulhw      ymm13, ymm5, [rax - 128]            ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm4, ymm4, ymm13
+    vpsubw       ymm5, ymm5, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm9, [rax - 128]            ; barrett: the output range asked for
+    vpmulhw      ymm13, ymm12, [rax - 128]           ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
     vpaddw       ymm13, ymm13, [rax - 128]
     vpsraw       ymm13, ymm13, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm9, ymm9, ymm13
+    vpsubw       ymm12, ymm12, ymm13
     lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
     vpmulhw      ymm13, ymm14, [rax - 128]           ; barrett: the output range asked for
     lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
@@ -4599,35 +4589,35 @@ kg_mlkem3329_ntt_inverse_avx2:
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     vpmullw      ymm15, ymm15, [rax - 128]
     vpsubw       ymm14, ymm14, ymm15
-    vmovdqa      ymm15, [rsp + 32]                   ; reload
+    vmovdqa      ymm15, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm14                   ; spill
     vpmulhw      ymm14, ymm15, [rel pw_20159]        ; barrett: the output range asked for
     vpaddw       ymm14, ymm14, [rel pw_512]
     vpsraw       ymm14, ymm14, 10
     vpmullw      ymm14, ymm14, [rax - 128]
     vpsubw       ymm14, ymm15, ymm14
-    vpmulhw      ymm15, ymm3, [rel pw_20159]         ; barrett: the output range asked for
+    vpmulhw      ymm15, ymm4, [rel pw_20159]         ; barrett: the output range asked for
     vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
     vpmullw      ymm15, ymm15, [rax - 128]
-    vpsubw       ymm3, ymm3, ymm15
-    vmovdqu      [rdi], ymm5
-    vmovdqu      [rdi + 32], ymm10
-    vmovdqu      [rdi + 64], ymm6
-    vmovdqu      [rdi + 96], ymm11
-    vmovdqu      [rdi + 128], ymm12
+    vpsubw       ymm4, ymm4, ymm15
+    vmovdqu      [rdi], ymm6
+    vmovdqu      [rdi + 32], ymm7
+    vmovdqu      [rdi + 64], ymm9
+    vmovdqu      [rdi + 96], ymm10
+    vmovdqu      [rdi + 128], ymm11
     vmovdqu      [rdi + 160], ymm2
-    vmovdqu      [rdi + 192], ymm8
+    vmovdqu      [rdi + 192], ymm3
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      [rdi + 256], ymm7
-    vmovdqu      [rdi + 288], ymm4
-    vmovdqu      [rdi + 320], ymm9
+    vmovdqu      [rdi + 256], ymm8
+    vmovdqu      [rdi + 288], ymm5
+    vmovdqu      [rdi + 320], ymm12
     vmovdqu      [rdi + 352], ymm13
     vmovdqu      [rdi + 384], ymm0
     vmovdqa      ymm0, [rsp + 64]                    ; reload
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      [rdi + 448], ymm14
-    vmovdqu      [rdi + 480], ymm3
+    vmovdqu      [rdi + 480], ymm4
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -5115,172 +5105,156 @@ kg_mlkem3329_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_avx2.end - kg_mlkem3329_mulmod_shoup_avx2)
 align 32
 kg_mlkem3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -5294,237 +5268,205 @@ kg_mlkem3329_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_avx2.end - kg_mlkem3329_muladd_shoup_avx2)
 align 32
 kg_mlkem3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
-    vmovdqu      ymm5, [rel pw_3329]                 ; held in a register: read 16 times
+    vmovdqu      ymm3, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 32]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 64]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 96]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 128]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 160]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 192]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 224]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 256]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 288]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 320]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 352]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 384]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 416]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 448]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 480]
-    vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm0, ymm0, [r8 + 480]
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper

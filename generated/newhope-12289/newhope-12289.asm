@@ -2428,715 +2428,651 @@ kg_newhope12289_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
 align 32
 kg_newhope12289_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm7, [rel pw_m12287]               ; held in a register: read 64 times
-    vmovdqu      ymm8, [rel pw_24578]                ; held in a register: read 64 times
+    vmovdqu      ymm6, [rel pw_24578]                ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vmovdqu      ymm1, [rel pw_m12287]               ; q^-1
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rdx + 32]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi]
+    vpmullw      ymm5, ymm5, [rsi + 32]
+    vpmulhw      ymm2, ymm2, [rsi]
+    vpmulhw      ymm3, ymm3, [rsi + 32]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi], ymm1
-    vmovdqu      [rdi + 32], ymm2
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi], ymm2
+    vmovdqu      [rdi + 32], ymm3
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rdx + 96]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 64]
+    vpmullw      ymm5, ymm5, [rsi + 96]
+    vpmulhw      ymm2, ymm2, [rsi + 64]
+    vpmulhw      ymm3, ymm3, [rsi + 96]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 64], ymm1
-    vmovdqu      [rdi + 96], ymm2
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 160]
-    vmovdqu      ymm3, [rdx + 128]
-    vmovdqu      ymm4, [rdx + 160]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 64], ymm2
+    vmovdqu      [rdi + 96], ymm3
+    vmovdqu      ymm2, [rdx + 128]
+    vmovdqu      ymm3, [rdx + 160]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 128]
+    vpmullw      ymm5, ymm5, [rsi + 160]
+    vpmulhw      ymm2, ymm2, [rsi + 128]
+    vpmulhw      ymm3, ymm3, [rsi + 160]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 128], ymm1
-    vmovdqu      [rdi + 160], ymm2
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rsi + 224]
-    vmovdqu      ymm3, [rdx + 192]
-    vmovdqu      ymm4, [rdx + 224]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 128], ymm2
+    vmovdqu      [rdi + 160], ymm3
+    vmovdqu      ymm2, [rdx + 192]
+    vmovdqu      ymm3, [rdx + 224]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 192]
+    vpmullw      ymm5, ymm5, [rsi + 224]
+    vpmulhw      ymm2, ymm2, [rsi + 192]
+    vpmulhw      ymm3, ymm3, [rsi + 224]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 192], ymm1
-    vmovdqu      [rdi + 224], ymm2
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 288]
-    vmovdqu      ymm3, [rdx + 256]
-    vmovdqu      ymm4, [rdx + 288]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 192], ymm2
+    vmovdqu      [rdi + 224], ymm3
+    vmovdqu      ymm2, [rdx + 256]
+    vmovdqu      ymm3, [rdx + 288]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 256]
+    vpmullw      ymm5, ymm5, [rsi + 288]
+    vpmulhw      ymm2, ymm2, [rsi + 256]
+    vpmulhw      ymm3, ymm3, [rsi + 288]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      [rdi + 288], ymm2
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rsi + 352]
-    vmovdqu      ymm3, [rdx + 320]
-    vmovdqu      ymm4, [rdx + 352]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 256], ymm2
+    vmovdqu      [rdi + 288], ymm3
+    vmovdqu      ymm2, [rdx + 320]
+    vmovdqu      ymm3, [rdx + 352]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 320]
+    vpmullw      ymm5, ymm5, [rsi + 352]
+    vpmulhw      ymm2, ymm2, [rsi + 320]
+    vpmulhw      ymm3, ymm3, [rsi + 352]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      [rdi + 352], ymm2
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 416]
-    vmovdqu      ymm3, [rdx + 384]
-    vmovdqu      ymm4, [rdx + 416]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 320], ymm2
+    vmovdqu      [rdi + 352], ymm3
+    vmovdqu      ymm2, [rdx + 384]
+    vmovdqu      ymm3, [rdx + 416]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 384]
+    vpmullw      ymm5, ymm5, [rsi + 416]
+    vpmulhw      ymm2, ymm2, [rsi + 384]
+    vpmulhw      ymm3, ymm3, [rsi + 416]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      [rdi + 416], ymm2
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rsi + 480]
-    vmovdqu      ymm3, [rdx + 448]
-    vmovdqu      ymm4, [rdx + 480]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 384], ymm2
+    vmovdqu      [rdi + 416], ymm3
+    vmovdqu      ymm2, [rdx + 448]
+    vmovdqu      ymm3, [rdx + 480]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 448]
+    vpmullw      ymm5, ymm5, [rsi + 480]
+    vpmulhw      ymm2, ymm2, [rsi + 448]
+    vpmulhw      ymm3, ymm3, [rsi + 480]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 448], ymm1
-    vmovdqu      [rdi + 480], ymm2
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rsi + 544]
-    vmovdqu      ymm3, [rdx + 512]
-    vmovdqu      ymm4, [rdx + 544]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 448], ymm2
+    vmovdqu      [rdi + 480], ymm3
+    vmovdqu      ymm2, [rdx + 512]
+    vmovdqu      ymm3, [rdx + 544]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 512]
+    vpmullw      ymm5, ymm5, [rsi + 544]
+    vpmulhw      ymm2, ymm2, [rsi + 512]
+    vpmulhw      ymm3, ymm3, [rsi + 544]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 512], ymm1
-    vmovdqu      [rdi + 544], ymm2
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rsi + 608]
-    vmovdqu      ymm3, [rdx + 576]
-    vmovdqu      ymm4, [rdx + 608]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 512], ymm2
+    vmovdqu      [rdi + 544], ymm3
+    vmovdqu      ymm2, [rdx + 576]
+    vmovdqu      ymm3, [rdx + 608]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 576]
+    vpmullw      ymm5, ymm5, [rsi + 608]
+    vpmulhw      ymm2, ymm2, [rsi + 576]
+    vpmulhw      ymm3, ymm3, [rsi + 608]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 576], ymm1
-    vmovdqu      [rdi + 608], ymm2
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rsi + 672]
-    vmovdqu      ymm3, [rdx + 640]
-    vmovdqu      ymm4, [rdx + 672]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 576], ymm2
+    vmovdqu      [rdi + 608], ymm3
+    vmovdqu      ymm2, [rdx + 640]
+    vmovdqu      ymm3, [rdx + 672]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 640]
+    vpmullw      ymm5, ymm5, [rsi + 672]
+    vpmulhw      ymm2, ymm2, [rsi + 640]
+    vpmulhw      ymm3, ymm3, [rsi + 672]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 640], ymm1
-    vmovdqu      [rdi + 672], ymm2
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rsi + 736]
-    vmovdqu      ymm3, [rdx + 704]
-    vmovdqu      ymm4, [rdx + 736]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 640], ymm2
+    vmovdqu      [rdi + 672], ymm3
+    vmovdqu      ymm2, [rdx + 704]
+    vmovdqu      ymm3, [rdx + 736]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 704]
+    vpmullw      ymm5, ymm5, [rsi + 736]
+    vpmulhw      ymm2, ymm2, [rsi + 704]
+    vpmulhw      ymm3, ymm3, [rsi + 736]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 704], ymm1
-    vmovdqu      [rdi + 736], ymm2
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rsi + 800]
-    vmovdqu      ymm3, [rdx + 768]
-    vmovdqu      ymm4, [rdx + 800]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 704], ymm2
+    vmovdqu      [rdi + 736], ymm3
+    vmovdqu      ymm2, [rdx + 768]
+    vmovdqu      ymm3, [rdx + 800]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 768]
+    vpmullw      ymm5, ymm5, [rsi + 800]
+    vpmulhw      ymm2, ymm2, [rsi + 768]
+    vpmulhw      ymm3, ymm3, [rsi + 800]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 768], ymm1
-    vmovdqu      [rdi + 800], ymm2
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rsi + 864]
-    vmovdqu      ymm3, [rdx + 832]
-    vmovdqu      ymm4, [rdx + 864]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 768], ymm2
+    vmovdqu      [rdi + 800], ymm3
+    vmovdqu      ymm2, [rdx + 832]
+    vmovdqu      ymm3, [rdx + 864]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 832]
+    vpmullw      ymm5, ymm5, [rsi + 864]
+    vpmulhw      ymm2, ymm2, [rsi + 832]
+    vpmulhw      ymm3, ymm3, [rsi + 864]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 832], ymm1
-    vmovdqu      [rdi + 864], ymm2
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rsi + 928]
-    vmovdqu      ymm3, [rdx + 896]
-    vmovdqu      ymm4, [rdx + 928]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 832], ymm2
+    vmovdqu      [rdi + 864], ymm3
+    vmovdqu      ymm2, [rdx + 896]
+    vmovdqu      ymm3, [rdx + 928]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 896]
+    vpmullw      ymm5, ymm5, [rsi + 928]
+    vpmulhw      ymm2, ymm2, [rsi + 896]
+    vpmulhw      ymm3, ymm3, [rsi + 928]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 896], ymm1
-    vmovdqu      [rdi + 928], ymm2
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rsi + 992]
-    vmovdqu      ymm3, [rdx + 960]
-    vmovdqu      ymm4, [rdx + 992]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 896], ymm2
+    vmovdqu      [rdi + 928], ymm3
+    vmovdqu      ymm2, [rdx + 960]
+    vmovdqu      ymm3, [rdx + 992]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 960]
+    vpmullw      ymm5, ymm5, [rsi + 992]
+    vpmulhw      ymm2, ymm2, [rsi + 960]
+    vpmulhw      ymm3, ymm3, [rsi + 992]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 960], ymm1
-    vmovdqu      [rdi + 992], ymm2
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rsi + 1056]
-    vmovdqu      ymm3, [rdx + 1024]
-    vmovdqu      ymm4, [rdx + 1056]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 960], ymm2
+    vmovdqu      [rdi + 992], ymm3
+    vmovdqu      ymm2, [rdx + 1024]
+    vmovdqu      ymm3, [rdx + 1056]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1024]
+    vpmullw      ymm5, ymm5, [rsi + 1056]
+    vpmulhw      ymm2, ymm2, [rsi + 1024]
+    vpmulhw      ymm3, ymm3, [rsi + 1056]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      [rdi + 1056], ymm2
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rsi + 1120]
-    vmovdqu      ymm3, [rdx + 1088]
-    vmovdqu      ymm4, [rdx + 1120]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1024], ymm2
+    vmovdqu      [rdi + 1056], ymm3
+    vmovdqu      ymm2, [rdx + 1088]
+    vmovdqu      ymm3, [rdx + 1120]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1088]
+    vpmullw      ymm5, ymm5, [rsi + 1120]
+    vpmulhw      ymm2, ymm2, [rsi + 1088]
+    vpmulhw      ymm3, ymm3, [rsi + 1120]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      [rdi + 1120], ymm2
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rsi + 1184]
-    vmovdqu      ymm3, [rdx + 1152]
-    vmovdqu      ymm4, [rdx + 1184]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1088], ymm2
+    vmovdqu      [rdi + 1120], ymm3
+    vmovdqu      ymm2, [rdx + 1152]
+    vmovdqu      ymm3, [rdx + 1184]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1152]
+    vpmullw      ymm5, ymm5, [rsi + 1184]
+    vpmulhw      ymm2, ymm2, [rsi + 1152]
+    vpmulhw      ymm3, ymm3, [rsi + 1184]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      [rdi + 1184], ymm2
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rsi + 1248]
-    vmovdqu      ymm3, [rdx + 1216]
-    vmovdqu      ymm4, [rdx + 1248]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1152], ymm2
+    vmovdqu      [rdi + 1184], ymm3
+    vmovdqu      ymm2, [rdx + 1216]
+    vmovdqu      ymm3, [rdx + 1248]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1216]
+    vpmullw      ymm5, ymm5, [rsi + 1248]
+    vpmulhw      ymm2, ymm2, [rsi + 1216]
+    vpmulhw      ymm3, ymm3, [rsi + 1248]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      [rdi + 1248], ymm2
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rsi + 1312]
-    vmovdqu      ymm3, [rdx + 1280]
-    vmovdqu      ymm4, [rdx + 1312]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1216], ymm2
+    vmovdqu      [rdi + 1248], ymm3
+    vmovdqu      ymm2, [rdx + 1280]
+    vmovdqu      ymm3, [rdx + 1312]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1280]
+    vpmullw      ymm5, ymm5, [rsi + 1312]
+    vpmulhw      ymm2, ymm2, [rsi + 1280]
+    vpmulhw      ymm3, ymm3, [rsi + 1312]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      [rdi + 1312], ymm2
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rsi + 1376]
-    vmovdqu      ymm3, [rdx + 1344]
-    vmovdqu      ymm4, [rdx + 1376]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1280], ymm2
+    vmovdqu      [rdi + 1312], ymm3
+    vmovdqu      ymm2, [rdx + 1344]
+    vmovdqu      ymm3, [rdx + 1376]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1344]
+    vpmullw      ymm5, ymm5, [rsi + 1376]
+    vpmulhw      ymm2, ymm2, [rsi + 1344]
+    vpmulhw      ymm3, ymm3, [rsi + 1376]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      [rdi + 1376], ymm2
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rsi + 1440]
-    vmovdqu      ymm3, [rdx + 1408]
-    vmovdqu      ymm4, [rdx + 1440]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1344], ymm2
+    vmovdqu      [rdi + 1376], ymm3
+    vmovdqu      ymm2, [rdx + 1408]
+    vmovdqu      ymm3, [rdx + 1440]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1408]
+    vpmullw      ymm5, ymm5, [rsi + 1440]
+    vpmulhw      ymm2, ymm2, [rsi + 1408]
+    vpmulhw      ymm3, ymm3, [rsi + 1440]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      [rdi + 1440], ymm2
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rsi + 1504]
-    vmovdqu      ymm3, [rdx + 1472]
-    vmovdqu      ymm4, [rdx + 1504]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1408], ymm2
+    vmovdqu      [rdi + 1440], ymm3
+    vmovdqu      ymm2, [rdx + 1472]
+    vmovdqu      ymm3, [rdx + 1504]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1472]
+    vpmullw      ymm5, ymm5, [rsi + 1504]
+    vpmulhw      ymm2, ymm2, [rsi + 1472]
+    vpmulhw      ymm3, ymm3, [rsi + 1504]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      [rdi + 1504], ymm2
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rsi + 1568]
-    vmovdqu      ymm3, [rdx + 1536]
-    vmovdqu      ymm4, [rdx + 1568]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1472], ymm2
+    vmovdqu      [rdi + 1504], ymm3
+    vmovdqu      ymm2, [rdx + 1536]
+    vmovdqu      ymm3, [rdx + 1568]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1536]
+    vpmullw      ymm5, ymm5, [rsi + 1568]
+    vpmulhw      ymm2, ymm2, [rsi + 1536]
+    vpmulhw      ymm3, ymm3, [rsi + 1568]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      [rdi + 1568], ymm2
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rsi + 1632]
-    vmovdqu      ymm3, [rdx + 1600]
-    vmovdqu      ymm4, [rdx + 1632]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1536], ymm2
+    vmovdqu      [rdi + 1568], ymm3
+    vmovdqu      ymm2, [rdx + 1600]
+    vmovdqu      ymm3, [rdx + 1632]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1600]
+    vpmullw      ymm5, ymm5, [rsi + 1632]
+    vpmulhw      ymm2, ymm2, [rsi + 1600]
+    vpmulhw      ymm3, ymm3, [rsi + 1632]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      [rdi + 1632], ymm2
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rsi + 1696]
-    vmovdqu      ymm3, [rdx + 1664]
-    vmovdqu      ymm4, [rdx + 1696]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1600], ymm2
+    vmovdqu      [rdi + 1632], ymm3
+    vmovdqu      ymm2, [rdx + 1664]
+    vmovdqu      ymm3, [rdx + 1696]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1664]
+    vpmullw      ymm5, ymm5, [rsi + 1696]
+    vpmulhw      ymm2, ymm2, [rsi + 1664]
+    vpmulhw      ymm3, ymm3, [rsi + 1696]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      [rdi + 1696], ymm2
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rsi + 1760]
-    vmovdqu      ymm3, [rdx + 1728]
-    vmovdqu      ymm4, [rdx + 1760]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1664], ymm2
+    vmovdqu      [rdi + 1696], ymm3
+    vmovdqu      ymm2, [rdx + 1728]
+    vmovdqu      ymm3, [rdx + 1760]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1728]
+    vpmullw      ymm5, ymm5, [rsi + 1760]
+    vpmulhw      ymm2, ymm2, [rsi + 1728]
+    vpmulhw      ymm3, ymm3, [rsi + 1760]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      [rdi + 1760], ymm2
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rsi + 1824]
-    vmovdqu      ymm3, [rdx + 1792]
-    vmovdqu      ymm4, [rdx + 1824]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1728], ymm2
+    vmovdqu      [rdi + 1760], ymm3
+    vmovdqu      ymm2, [rdx + 1792]
+    vmovdqu      ymm3, [rdx + 1824]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1792]
+    vpmullw      ymm5, ymm5, [rsi + 1824]
+    vpmulhw      ymm2, ymm2, [rsi + 1792]
+    vpmulhw      ymm3, ymm3, [rsi + 1824]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      [rdi + 1824], ymm2
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rsi + 1888]
-    vmovdqu      ymm3, [rdx + 1856]
-    vmovdqu      ymm4, [rdx + 1888]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1792], ymm2
+    vmovdqu      [rdi + 1824], ymm3
+    vmovdqu      ymm2, [rdx + 1856]
+    vmovdqu      ymm3, [rdx + 1888]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1856]
+    vpmullw      ymm5, ymm5, [rsi + 1888]
+    vpmulhw      ymm2, ymm2, [rsi + 1856]
+    vpmulhw      ymm3, ymm3, [rsi + 1888]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      [rdi + 1888], ymm2
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rsi + 1952]
-    vmovdqu      ymm3, [rdx + 1920]
-    vmovdqu      ymm4, [rdx + 1952]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1856], ymm2
+    vmovdqu      [rdi + 1888], ymm3
+    vmovdqu      ymm2, [rdx + 1920]
+    vmovdqu      ymm3, [rdx + 1952]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1920]
+    vpmullw      ymm5, ymm5, [rsi + 1952]
+    vpmulhw      ymm2, ymm2, [rsi + 1920]
+    vpmulhw      ymm3, ymm3, [rsi + 1952]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm8, ymm3
-    vpand        ymm4, ymm8, ymm4
-    vpaddw       ymm1, ymm1, ymm3
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, ymm6
+    vpand        ymm5, ymm5, ymm6
     vpaddw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      [rdi + 1952], ymm2
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rsi + 2016]
-    vmovdqu      ymm3, [rdx + 1984]
-    vmovdqu      ymm4, [rdx + 2016]
-    vpmullw      ymm5, ymm3, ymm7
-    vpmullw      ymm6, ymm4, ymm7
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm0, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm0, ymm2, ymm0
+    vpaddw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi + 1920], ymm2
+    vmovdqu      [rdi + 1952], ymm3
+    vmovdqu      ymm2, [rdx + 1984]
+    vmovdqu      ymm3, [rdx + 2016]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm1, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 1984]
+    vpmullw      ymm1, ymm1, [rsi + 2016]
+    vpmulhw      ymm2, ymm2, [rsi + 1984]
+    vpmulhw      ymm3, ymm3, [rsi + 2016]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm0, ymm1, ymm0
+    vpsubw       ymm1, ymm2, ymm4
+    vpsubw       ymm0, ymm3, ymm0
     vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
     vpsraw       ymm3, ymm0, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm8, ymm2
-    vpand        ymm3, ymm8, ymm3
+    vpand        ymm2, ymm2, ymm6
+    vpand        ymm3, ymm3, ymm6
     vpaddw       ymm1, ymm1, ymm2
     vpaddw       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 1984], ymm1
@@ -3154,7 +3090,7 @@ kg_newhope12289_basemul_avx2:
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^1024+1, 12289)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 342 and 4 x 135 and 3 x 119 instructions (repeated groups rolled: 3719 instructions run, 732 written)
+;   loops: 8 x 338 and 4 x 135 and 3 x 115 instructions (repeated groups rolled: 3671 instructions run, 720 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 352 vector reductions
@@ -3184,73 +3120,69 @@ kg_newhope12289_ntt_inverse_avx2:
     mov          rax, 8
     .repeat1:
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vmovdqu      ymm5, [rdi + 128]
-    vmovdqu      ymm6, [rdi + 160]
-    vmovdqu      ymm7, [rdi + 192]
-    vmovdqu      ymm8, [rdi + 224]
-    vpaddw       ymm9, ymm1, ymm2                    ; layer 9
+    vmovdqu      ymm2, [rdi + 64]
+    vmovdqu      ymm3, [rdi + 128]
+    vmovdqu      ymm4, [rdi + 192]
+    vpaddw       ymm5, ymm1, [rdi + 32]              ; layer 9
     vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm1, [rcx + 32]
+    vpsubw       ymm1, ymm1, [rdi + 32]
+    vpmulhuw     ymm6, ymm1, [rcx + 32]
     vpmullw      ymm1, ymm1, [rcx]
-    vpmullw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmulhuw     ymm2, ymm9, ymm11
-    vpmullw      ymm9, ymm9, ymm12
-    vpmullw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm9, ymm2
-    vpaddw       ymm9, ymm3, ymm4                    ; layer 9
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpmulhuw     ymm6, ymm11, ymm5
+    vpmullw      ymm5, ymm12, ymm5
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm2, [rdi + 96]              ; layer 9
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, [rdi + 96]
+    vpmulhuw     ymm7, ymm2, [rcx + 96]
+    vpmullw      ymm2, ymm2, [rcx + 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpmulhuw     ymm7, ymm11, ymm6
+    vpmullw      ymm6, ymm12, ymm6
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm7, ymm3, [rdi + 160]             ; layer 9
     vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rcx + 96]
-    vpmullw      ymm3, ymm3, [rcx + 64]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm9, ymm11
-    vpmullw      ymm9, ymm9, ymm12
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 9
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rcx + 160]
-    vpmullw      ymm5, ymm5, [rcx + 128]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm9, ymm11
-    vpmullw      ymm9, ymm9, ymm12
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm8, ymm7                    ; layer 9
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rcx + 224]
-    vpmullw      ymm7, ymm7, [rcx + 192]
+    vpsubw       ymm3, ymm3, [rdi + 160]
+    vpmulhuw     ymm8, ymm3, [rcx + 160]
+    vpmullw      ymm3, ymm3, [rcx + 128]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpmulhuw     ymm8, ymm11, ymm7
+    vpmullw      ymm7, ymm12, ymm7
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm9, ymm11
-    vpmullw      ymm9, ymm9, ymm12
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm8, ymm4, [rdi + 224]             ; layer 9
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, [rdi + 224]
+    vpmulhuw     ymm9, ymm4, [rcx + 224]
+    vpmullw      ymm4, ymm4, [rcx + 192]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm4, ymm4, ymm9
+    vpmulhuw     ymm9, ymm8, ymm11
+    vpmullw      ymm8, ymm8, ymm12
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
     vpslld       ymm9, ymm1, 16
-    vpblendw     ymm9, ymm2, ymm9, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm1, ymm2, ymm1, 170
-    vpslld       ymm2, ymm3, 16
-    vpblendw     ymm2, ymm4, ymm2, 170
-    vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
-    vpslld       ymm4, ymm5, 16
-    vpblendw     ymm4, ymm6, ymm4, 170
-    vpsrld       ymm6, ymm6, 16
+    vpblendw     ymm9, ymm5, ymm9, 170
+    vpsrld       ymm5, ymm5, 16
+    vpblendw     ymm1, ymm5, ymm1, 170
+    vpslld       ymm5, ymm2, 16
     vpblendw     ymm5, ymm6, ymm5, 170
-    vpslld       ymm6, ymm7, 16
-    vpblendw     ymm6, ymm8, ymm6, 170
-    vpsrld       ymm8, ymm8, 16
+    vpsrld       ymm6, ymm6, 16
+    vpblendw     ymm2, ymm6, ymm2, 170
+    vpslld       ymm6, ymm3, 16
+    vpblendw     ymm6, ymm7, ymm6, 170
+    vpsrld       ymm7, ymm7, 16
+    vpblendw     ymm3, ymm7, ymm3, 170
+    vpslld       ymm7, ymm4, 16
     vpblendw     ymm7, ymm8, ymm7, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm4, ymm8, ymm4, 170
     vpaddw       ymm8, ymm9, ymm1                    ; layer 8
     vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm1, ymm9, ymm1
@@ -3258,27 +3190,27 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rcx + 256]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
-    vpaddw       ymm9, ymm2, ymm3                    ; layer 8
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rcx + 352]
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 8
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpmulhuw     ymm5, ymm2, [rcx + 352]
     vpmullw      ymm2, ymm2, [rcx + 320]
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm4, ymm5                    ; layer 8
-    vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm4, [rcx + 416]
-    vpmullw      ymm4, ymm4, [rcx + 384]
     vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm7                    ; layer 8
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm6, ymm3                    ; layer 8
     vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm6, [rcx + 480]
-    vpmullw      ymm6, ymm6, [rcx + 448]
+    vpsubw       ymm3, ymm6, ymm3
+    vpmulhuw     ymm6, ymm3, [rcx + 416]
+    vpmullw      ymm3, ymm3, [rcx + 384]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm7, ymm4                    ; layer 8
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm4, ymm7, ymm4
+    vpmulhuw     ymm7, ymm4, [rcx + 480]
+    vpmullw      ymm4, ymm4, [rcx + 448]
     vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
+    vpsubw       ymm4, ymm4, ymm7
     vpsllq       ymm7, ymm1, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
@@ -3287,14 +3219,14 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
     vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm4, 32
-    vpblendd     ymm9, ymm3, ymm9, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpsllq       ymm4, ymm6, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsllq       ymm9, ymm3, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
+    vpblendd     ymm3, ymm5, ymm3, 170
+    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm4, ymm6, ymm4, 170
     vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm6, ymm7, ymm6
     vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 7
@@ -3328,13 +3260,13 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmullw      ymm3, ymm3, [rcx + 640]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 7
-    vpminuw      ymm4, ymm4, ymm6
     vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm4, ymm5                    ; layer 7
-    vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm5
+    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 7
+    vpminuw      ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 7
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm4, ymm5, ymm4
     vpmulhuw     ymm5, ymm4, [rcx + 736]
     vpmullw      ymm4, ymm4, [rcx + 704]
     vpmullw      ymm5, ymm5, ymm0
@@ -3671,121 +3603,117 @@ kg_newhope12289_ntt_inverse_avx2:
     mov          rax, 3
     .repeat3:
     vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vmovdqu      ymm3, [rdi + 640]
-    vmovdqu      ymm4, [rdi + 896]
-    vmovdqu      ymm5, [rdi + 1152]
-    vmovdqu      ymm6, [rdi + 1408]
-    vmovdqu      ymm7, [rdi + 1664]
-    vmovdqu      ymm8, [rdi + 1920]
-    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
+    vmovdqu      ymm2, [rdi + 640]
+    vmovdqu      ymm3, [rdi + 1152]
+    vmovdqu      ymm4, [rdi + 1664]
+    vpaddw       ymm5, ymm1, [rdi + 384]             ; layer 2
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, [rdi + 384]
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 11776
+    vpmulhuw     ymm6, ymm1, [rdx - 96]
+    vpmullw      ymm1, ymm1, [rdx - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm2, [rdi + 896]             ; layer 2
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, [rdi + 896]
+    vpmulhuw     ymm7, ymm2, [rdx - 32]
+    vpmullw      ymm2, ymm2, [rdx - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm3, [rdi + 1408]            ; layer 2
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, [rdi + 1408]
+    vpmulhuw     ymm8, ymm3, [rdx + 32]
+    vpmullw      ymm3, ymm3, [rdx]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm4, [rdi + 1920]            ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, [rdi + 1920]
+    vpmulhuw     ymm9, ymm4, [rdx + 96]
+    vpmullw      ymm4, ymm4, [rdx + 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 1
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 1
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 1
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm6
+    vpmulhuw     ymm6, ymm15, ymm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 12032
+    vpmullw      ymm5, ymm5, [rdx - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 11776
-    vpmulhuw     ymm2, ymm1, [rdx - 96]
+    vpmulhuw     ymm2, ymm15, ymm1
     vpmullw      ymm1, ymm1, [rdx - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 2
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rdx - 32]
-    vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 2
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rdx + 32]
-    vpmullw      ymm5, ymm5, [rdx]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm8, ymm7                    ; layer 2
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rdx + 96]
-    vpmullw      ymm7, ymm7, [rdx + 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 1
-    vpminuw      ymm8, ymm9, ymm8
-    vpsubw       ymm9, ymm2, ymm10                   ; csub: before layer 1
-    vpminuw      ymm2, ymm9, ymm2
-    vpaddw       ymm9, ymm8, ymm2                    ; layer 1
-    vpaddw       ymm8, ymm8, ymm10
-    vpsubw       ymm2, ymm8, ymm2
-    vpmulhuw     ymm8, ymm15, ymm2
-    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 12032
-    vpmullw      ymm2, ymm2, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 1
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm15, ymm1
-    vpmullw      ymm1, ymm1, [rdx - 128]
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
-    vpminuw      ymm3, ymm4, ymm3
-    vpsubw       ymm4, ymm6, ymm10                   ; csub: before layer 1
-    vpminuw      ymm4, ymm6, ymm4
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rdx - 32]
-    vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm7                    ; layer 1
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm5, [rdx - 32]
-    vpmullw      ymm5, ymm5, [rdx - 64]
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 1
+    vpminuw      ymm2, ymm7, ymm2
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 1
+    vpminuw      ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm2, ymm7                    ; layer 1
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, ymm7
+    vpmulhuw     ymm7, ymm2, [rdx - 32]
+    vpmullw      ymm2, ymm2, [rdx - 64]
     vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm9, ymm10                   ; csub: before layer 0
-    vpminuw      ymm7, ymm9, ymm7
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 0
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm6                    ; layer 0
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm6, ymm7, ymm6
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm3, ymm4                    ; layer 1
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, ymm4
+    vpmulhuw     ymm4, ymm3, [rdx - 32]
+    vpmullw      ymm3, ymm3, [rdx - 64]
+    vpmullw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 0
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 0
+    vpminuw      ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 0
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, ymm8
+    vpmulhuw     ymm8, ymm13, ymm4
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 0
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 0
+    vpminuw      ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm6, ymm7                    ; layer 0
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm13, ymm6
     vpmullw      ymm6, ymm14, ymm6
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 0
-    vpminuw      ymm7, ymm8, ymm7
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 0
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm7, ymm4                    ; layer 0
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm4, ymm7, ymm4
-    vpmulhuw     ymm7, ymm13, ymm4
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm13, ymm2
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 0
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpmulhuw     ymm5, ymm13, ymm2
     vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm5                    ; layer 0
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm1
-    vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm1, ymm3                    ; layer 0
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, ymm3
+    vpmulhuw     ymm3, ymm13, ymm1
+    vpmullw      ymm1, ymm14, ymm1
+    vpmullw      ymm3, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 128], ymm9
     vmovdqu      [rdi + 384], ymm8
     vmovdqu      [rdi + 640], ymm7
-    vmovdqu      [rdi + 896], ymm3
-    vmovdqu      [rdi + 1152], ymm6
-    vmovdqu      [rdi + 1408], ymm4
+    vmovdqu      [rdi + 896], ymm5
+    vmovdqu      [rdi + 1152], ymm4
+    vmovdqu      [rdi + 1408], ymm6
     vmovdqu      [rdi + 1664], ymm2
     vmovdqu      [rdi + 1920], ymm1
     add          rdi, 32
@@ -3793,121 +3721,117 @@ kg_newhope12289_ntt_inverse_avx2:
     jnz          .repeat3
     add          rdi, -96                            ; back to the argument
     vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vmovdqu      ymm3, [rdi + 736]
-    vmovdqu      ymm4, [rdi + 992]
-    vmovdqu      ymm5, [rdi + 1248]
-    vmovdqu      ymm6, [rdi + 1504]
-    vmovdqu      ymm7, [rdi + 1760]
-    vmovdqu      ymm8, [rdi + 2016]
-    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
+    vmovdqu      ymm2, [rdi + 736]
+    vmovdqu      ymm3, [rdi + 1248]
+    vmovdqu      ymm4, [rdi + 1760]
+    vpaddw       ymm5, ymm1, [rdi + 480]             ; layer 2
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, [rdi + 480]
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 11776
+    vpmulhuw     ymm6, ymm1, [rdx - 96]
+    vpmullw      ymm1, ymm1, [rdx - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm2, [rdi + 992]             ; layer 2
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, [rdi + 992]
+    vpmulhuw     ymm7, ymm2, [rdx - 32]
+    vpmullw      ymm2, ymm2, [rdx - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm3, [rdi + 1504]            ; layer 2
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, [rdi + 1504]
+    vpmulhuw     ymm8, ymm3, [rdx + 32]
+    vpmullw      ymm3, ymm3, [rdx]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm4, [rdi + 2016]            ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, [rdi + 2016]
+    vpmulhuw     ymm9, ymm4, [rdx + 96]
+    vpmullw      ymm4, ymm4, [rdx + 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm4, ymm4, ymm9
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 1
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 1
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 1
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm6
+    vpmulhuw     ymm6, ymm15, ymm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 12032
+    vpmullw      ymm5, ymm5, [rdx - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
-    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 11776
-    vpmulhuw     ymm2, ymm1, [rdx - 96]
+    vpmulhuw     ymm2, ymm15, ymm1
     vpmullw      ymm1, ymm1, [rdx - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 2
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rdx - 32]
-    vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 2
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rdx + 32]
-    vpmullw      ymm5, ymm5, [rdx]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm8, ymm7                    ; layer 2
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rdx + 96]
-    vpmullw      ymm7, ymm7, [rdx + 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 1
-    vpminuw      ymm8, ymm9, ymm8
-    vpsubw       ymm9, ymm2, ymm10                   ; csub: before layer 1
-    vpminuw      ymm2, ymm9, ymm2
-    vpaddw       ymm9, ymm8, ymm2                    ; layer 1
-    vpaddw       ymm8, ymm8, ymm10
-    vpsubw       ymm2, ymm8, ymm2
-    vpmulhuw     ymm8, ymm15, ymm2
-    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 12032
-    vpmullw      ymm2, ymm2, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 1
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm3
-    vpmulhuw     ymm3, ymm15, ymm1
-    vpmullw      ymm1, ymm1, [rdx - 128]
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm4, ymm10                   ; csub: before layer 1
-    vpminuw      ymm3, ymm4, ymm3
-    vpsubw       ymm4, ymm6, ymm10                   ; csub: before layer 1
-    vpminuw      ymm4, ymm6, ymm4
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 1
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhuw     ymm4, ymm3, [rdx - 32]
-    vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm7                    ; layer 1
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm5, [rdx - 32]
-    vpmullw      ymm5, ymm5, [rdx - 64]
+    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 1
+    vpminuw      ymm2, ymm7, ymm2
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 1
+    vpminuw      ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm2, ymm7                    ; layer 1
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, ymm7
+    vpmulhuw     ymm7, ymm2, [rdx - 32]
+    vpmullw      ymm2, ymm2, [rdx - 64]
     vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm9, ymm10                   ; csub: before layer 0
-    vpminuw      ymm7, ymm9, ymm7
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 0
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm7, ymm6                    ; layer 0
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm6, ymm7, ymm6
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm3, ymm4                    ; layer 1
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, ymm4
+    vpmulhuw     ymm4, ymm3, [rdx - 32]
+    vpmullw      ymm3, ymm3, [rdx - 64]
+    vpmullw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 0
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 0
+    vpminuw      ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 0
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, ymm8
+    vpmulhuw     ymm8, ymm13, ymm4
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 0
+    vpminuw      ymm6, ymm8, ymm6
+    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 0
+    vpminuw      ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm6, ymm7                    ; layer 0
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm13, ymm6
     vpmullw      ymm6, ymm14, ymm6
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 0
-    vpminuw      ymm7, ymm8, ymm7
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 0
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm7, ymm4                    ; layer 0
-    vpaddw       ymm7, ymm10, ymm7
-    vpsubw       ymm4, ymm7, ymm4
-    vpmulhuw     ymm7, ymm13, ymm4
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm2, ymm3                    ; layer 0
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm13, ymm2
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 0
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpmulhuw     ymm5, ymm13, ymm2
     vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm5                    ; layer 0
+    vpmullw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm1
+    vpsubw       ymm1, ymm1, ymm3
+    vpmulhuw     ymm3, ymm13, ymm1
     vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm0, ymm5, ymm0
+    vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm9
     vmovdqu      [rdi + 480], ymm8
     vmovdqu      [rdi + 736], ymm7
-    vmovdqu      [rdi + 992], ymm3
-    vmovdqu      [rdi + 1248], ymm6
-    vmovdqu      [rdi + 1504], ymm4
+    vmovdqu      [rdi + 992], ymm5
+    vmovdqu      [rdi + 1248], ymm4
+    vmovdqu      [rdi + 1504], ymm6
     vmovdqu      [rdi + 1760], ymm2
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -4857,652 +4781,588 @@ kg_newhope12289_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_avx2.end - kg_newhope12289_mulmod_shoup_avx2)
 align 32
 kg_newhope12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 64 times
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vpmulhuw     ymm2, ymm2, [rsi + 512]
+    vpmullw      ymm1, ymm1, [rsi + 512]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vpmulhuw     ymm2, ymm2, [rsi + 544]
+    vpmullw      ymm1, ymm1, [rsi + 544]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vpmulhuw     ymm2, ymm2, [rsi + 576]
+    vpmullw      ymm1, ymm1, [rsi + 576]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vpmulhuw     ymm2, ymm2, [rsi + 608]
+    vpmullw      ymm1, ymm1, [rsi + 608]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vpmulhuw     ymm2, ymm2, [rsi + 640]
+    vpmullw      ymm1, ymm1, [rsi + 640]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vpmulhuw     ymm2, ymm2, [rsi + 672]
+    vpmullw      ymm1, ymm1, [rsi + 672]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vpmulhuw     ymm2, ymm2, [rsi + 704]
+    vpmullw      ymm1, ymm1, [rsi + 704]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vpmulhuw     ymm2, ymm2, [rsi + 736]
+    vpmullw      ymm1, ymm1, [rsi + 736]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vpmulhuw     ymm2, ymm2, [rsi + 768]
+    vpmullw      ymm1, ymm1, [rsi + 768]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vpmulhuw     ymm2, ymm2, [rsi + 800]
+    vpmullw      ymm1, ymm1, [rsi + 800]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vpmulhuw     ymm2, ymm2, [rsi + 832]
+    vpmullw      ymm1, ymm1, [rsi + 832]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vpmulhuw     ymm2, ymm2, [rsi + 864]
+    vpmullw      ymm1, ymm1, [rsi + 864]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vpmulhuw     ymm2, ymm2, [rsi + 896]
+    vpmullw      ymm1, ymm1, [rsi + 896]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vpmulhuw     ymm2, ymm2, [rsi + 928]
+    vpmullw      ymm1, ymm1, [rsi + 928]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vpmulhuw     ymm2, ymm2, [rsi + 960]
+    vpmullw      ymm1, ymm1, [rsi + 960]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vpmulhuw     ymm2, ymm2, [rsi + 992]
+    vpmullw      ymm1, ymm1, [rsi + 992]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vmovdqu      ymm3, [rcx + 1024]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1024]
+    vmovdqu      ymm2, [rcx + 1024]
+    vpmulhuw     ymm2, ymm2, [rsi + 1024]
+    vpmullw      ymm1, ymm1, [rsi + 1024]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vmovdqu      ymm3, [rcx + 1056]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1056]
+    vmovdqu      ymm2, [rcx + 1056]
+    vpmulhuw     ymm2, ymm2, [rsi + 1056]
+    vpmullw      ymm1, ymm1, [rsi + 1056]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vmovdqu      ymm3, [rcx + 1088]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1088]
+    vmovdqu      ymm2, [rcx + 1088]
+    vpmulhuw     ymm2, ymm2, [rsi + 1088]
+    vpmullw      ymm1, ymm1, [rsi + 1088]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vmovdqu      ymm3, [rcx + 1120]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1120]
+    vmovdqu      ymm2, [rcx + 1120]
+    vpmulhuw     ymm2, ymm2, [rsi + 1120]
+    vpmullw      ymm1, ymm1, [rsi + 1120]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vmovdqu      ymm3, [rcx + 1152]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1152]
+    vmovdqu      ymm2, [rcx + 1152]
+    vpmulhuw     ymm2, ymm2, [rsi + 1152]
+    vpmullw      ymm1, ymm1, [rsi + 1152]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vmovdqu      ymm3, [rcx + 1184]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1184]
+    vmovdqu      ymm2, [rcx + 1184]
+    vpmulhuw     ymm2, ymm2, [rsi + 1184]
+    vpmullw      ymm1, ymm1, [rsi + 1184]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vmovdqu      ymm3, [rcx + 1216]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1216]
+    vmovdqu      ymm2, [rcx + 1216]
+    vpmulhuw     ymm2, ymm2, [rsi + 1216]
+    vpmullw      ymm1, ymm1, [rsi + 1216]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vmovdqu      ymm3, [rcx + 1248]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1248]
+    vmovdqu      ymm2, [rcx + 1248]
+    vpmulhuw     ymm2, ymm2, [rsi + 1248]
+    vpmullw      ymm1, ymm1, [rsi + 1248]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vmovdqu      ymm3, [rcx + 1280]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1280]
+    vmovdqu      ymm2, [rcx + 1280]
+    vpmulhuw     ymm2, ymm2, [rsi + 1280]
+    vpmullw      ymm1, ymm1, [rsi + 1280]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vmovdqu      ymm3, [rcx + 1312]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1312]
+    vmovdqu      ymm2, [rcx + 1312]
+    vpmulhuw     ymm2, ymm2, [rsi + 1312]
+    vpmullw      ymm1, ymm1, [rsi + 1312]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vmovdqu      ymm3, [rcx + 1344]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1344]
+    vmovdqu      ymm2, [rcx + 1344]
+    vpmulhuw     ymm2, ymm2, [rsi + 1344]
+    vpmullw      ymm1, ymm1, [rsi + 1344]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vmovdqu      ymm3, [rcx + 1376]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1376]
+    vmovdqu      ymm2, [rcx + 1376]
+    vpmulhuw     ymm2, ymm2, [rsi + 1376]
+    vpmullw      ymm1, ymm1, [rsi + 1376]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vmovdqu      ymm3, [rcx + 1408]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1408]
+    vmovdqu      ymm2, [rcx + 1408]
+    vpmulhuw     ymm2, ymm2, [rsi + 1408]
+    vpmullw      ymm1, ymm1, [rsi + 1408]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vmovdqu      ymm3, [rcx + 1440]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1440]
+    vmovdqu      ymm2, [rcx + 1440]
+    vpmulhuw     ymm2, ymm2, [rsi + 1440]
+    vpmullw      ymm1, ymm1, [rsi + 1440]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vmovdqu      ymm3, [rcx + 1472]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1472]
+    vmovdqu      ymm2, [rcx + 1472]
+    vpmulhuw     ymm2, ymm2, [rsi + 1472]
+    vpmullw      ymm1, ymm1, [rsi + 1472]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vmovdqu      ymm3, [rcx + 1504]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1504]
+    vmovdqu      ymm2, [rcx + 1504]
+    vpmulhuw     ymm2, ymm2, [rsi + 1504]
+    vpmullw      ymm1, ymm1, [rsi + 1504]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vmovdqu      ymm3, [rcx + 1536]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1536]
+    vmovdqu      ymm2, [rcx + 1536]
+    vpmulhuw     ymm2, ymm2, [rsi + 1536]
+    vpmullw      ymm1, ymm1, [rsi + 1536]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vmovdqu      ymm3, [rcx + 1568]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1568]
+    vmovdqu      ymm2, [rcx + 1568]
+    vpmulhuw     ymm2, ymm2, [rsi + 1568]
+    vpmullw      ymm1, ymm1, [rsi + 1568]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vmovdqu      ymm3, [rcx + 1600]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1600]
+    vmovdqu      ymm2, [rcx + 1600]
+    vpmulhuw     ymm2, ymm2, [rsi + 1600]
+    vpmullw      ymm1, ymm1, [rsi + 1600]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vmovdqu      ymm3, [rcx + 1632]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1632]
+    vmovdqu      ymm2, [rcx + 1632]
+    vpmulhuw     ymm2, ymm2, [rsi + 1632]
+    vpmullw      ymm1, ymm1, [rsi + 1632]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vmovdqu      ymm3, [rcx + 1664]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1664]
+    vmovdqu      ymm2, [rcx + 1664]
+    vpmulhuw     ymm2, ymm2, [rsi + 1664]
+    vpmullw      ymm1, ymm1, [rsi + 1664]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vmovdqu      ymm3, [rcx + 1696]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1696]
+    vmovdqu      ymm2, [rcx + 1696]
+    vpmulhuw     ymm2, ymm2, [rsi + 1696]
+    vpmullw      ymm1, ymm1, [rsi + 1696]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vmovdqu      ymm3, [rcx + 1728]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1728]
+    vmovdqu      ymm2, [rcx + 1728]
+    vpmulhuw     ymm2, ymm2, [rsi + 1728]
+    vpmullw      ymm1, ymm1, [rsi + 1728]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vmovdqu      ymm3, [rcx + 1760]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1760]
+    vmovdqu      ymm2, [rcx + 1760]
+    vpmulhuw     ymm2, ymm2, [rsi + 1760]
+    vpmullw      ymm1, ymm1, [rsi + 1760]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vmovdqu      ymm3, [rcx + 1792]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1792]
+    vmovdqu      ymm2, [rcx + 1792]
+    vpmulhuw     ymm2, ymm2, [rsi + 1792]
+    vpmullw      ymm1, ymm1, [rsi + 1792]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vmovdqu      ymm3, [rcx + 1824]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1824]
+    vmovdqu      ymm2, [rcx + 1824]
+    vpmulhuw     ymm2, ymm2, [rsi + 1824]
+    vpmullw      ymm1, ymm1, [rsi + 1824]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vmovdqu      ymm3, [rcx + 1856]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1856]
+    vmovdqu      ymm2, [rcx + 1856]
+    vpmulhuw     ymm2, ymm2, [rsi + 1856]
+    vpmullw      ymm1, ymm1, [rsi + 1856]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vmovdqu      ymm3, [rcx + 1888]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1888]
+    vmovdqu      ymm2, [rcx + 1888]
+    vpmulhuw     ymm2, ymm2, [rsi + 1888]
+    vpmullw      ymm1, ymm1, [rsi + 1888]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vmovdqu      ymm3, [rcx + 1920]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1920]
+    vmovdqu      ymm2, [rcx + 1920]
+    vpmulhuw     ymm2, ymm2, [rsi + 1920]
+    vpmullw      ymm1, ymm1, [rsi + 1920]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vmovdqu      ymm3, [rcx + 1952]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1952]
+    vmovdqu      ymm2, [rcx + 1952]
+    vpmulhuw     ymm2, ymm2, [rsi + 1952]
+    vpmullw      ymm1, ymm1, [rsi + 1952]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vmovdqu      ymm3, [rcx + 1984]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1984]
+    vmovdqu      ymm2, [rcx + 1984]
+    vpmulhuw     ymm2, ymm2, [rsi + 1984]
+    vpmullw      ymm1, ymm1, [rsi + 1984]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vmovdqu      ymm3, [rcx + 2016]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 2016]
+    vmovdqu      ymm2, [rcx + 2016]
+    vpmulhuw     ymm2, ymm2, [rsi + 2016]
+    vpmullw      ymm1, ymm1, [rsi + 2016]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -5516,909 +5376,781 @@ kg_newhope12289_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-5}, flags
+;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_avx2.end - kg_newhope12289_muladd_shoup_avx2)
 align 32
 kg_newhope12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 64 times
-    vmovdqu      ymm5, [rel pw_12289]                ; held in a register: read 64 times
+    vmovdqu      ymm3, [rel pw_24578]                ; held in a register: read 64 times
+    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 32]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 64]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 96]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vpmulhuw     ymm2, ymm2, [rsi + 128]
+    vpmullw      ymm1, ymm1, [rsi + 128]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 128]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vpmulhuw     ymm2, ymm2, [rsi + 160]
+    vpmullw      ymm1, ymm1, [rsi + 160]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 160]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vpmulhuw     ymm2, ymm2, [rsi + 192]
+    vpmullw      ymm1, ymm1, [rsi + 192]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 192]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vpmulhuw     ymm2, ymm2, [rsi + 224]
+    vpmullw      ymm1, ymm1, [rsi + 224]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 224]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vpmulhuw     ymm2, ymm2, [rsi + 256]
+    vpmullw      ymm1, ymm1, [rsi + 256]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 256]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vpmulhuw     ymm2, ymm2, [rsi + 288]
+    vpmullw      ymm1, ymm1, [rsi + 288]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 288]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vpmulhuw     ymm2, ymm2, [rsi + 320]
+    vpmullw      ymm1, ymm1, [rsi + 320]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 320]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vpmulhuw     ymm2, ymm2, [rsi + 352]
+    vpmullw      ymm1, ymm1, [rsi + 352]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 352]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vpmulhuw     ymm2, ymm2, [rsi + 384]
+    vpmullw      ymm1, ymm1, [rsi + 384]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 384]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vpmulhuw     ymm2, ymm2, [rsi + 416]
+    vpmullw      ymm1, ymm1, [rsi + 416]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 416]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vpmulhuw     ymm2, ymm2, [rsi + 448]
+    vpmullw      ymm1, ymm1, [rsi + 448]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 448]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vpmulhuw     ymm2, ymm2, [rsi + 480]
+    vpmullw      ymm1, ymm1, [rsi + 480]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 480]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 480]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vpmulhuw     ymm2, ymm2, [rsi + 512]
+    vpmullw      ymm1, ymm1, [rsi + 512]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 512]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 512]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vpmulhuw     ymm2, ymm2, [rsi + 544]
+    vpmullw      ymm1, ymm1, [rsi + 544]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 544]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 544]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vpmulhuw     ymm2, ymm2, [rsi + 576]
+    vpmullw      ymm1, ymm1, [rsi + 576]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 576]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 576]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vpmulhuw     ymm2, ymm2, [rsi + 608]
+    vpmullw      ymm1, ymm1, [rsi + 608]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 608]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 608]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vpmulhuw     ymm2, ymm2, [rsi + 640]
+    vpmullw      ymm1, ymm1, [rsi + 640]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 640]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 640]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vpmulhuw     ymm2, ymm2, [rsi + 672]
+    vpmullw      ymm1, ymm1, [rsi + 672]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 672]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 672]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vpmulhuw     ymm2, ymm2, [rsi + 704]
+    vpmullw      ymm1, ymm1, [rsi + 704]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 704]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 704]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vpmulhuw     ymm2, ymm2, [rsi + 736]
+    vpmullw      ymm1, ymm1, [rsi + 736]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 736]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 736]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vpmulhuw     ymm2, ymm2, [rsi + 768]
+    vpmullw      ymm1, ymm1, [rsi + 768]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 768]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 768]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vpmulhuw     ymm2, ymm2, [rsi + 800]
+    vpmullw      ymm1, ymm1, [rsi + 800]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 800]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 800]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vpmulhuw     ymm2, ymm2, [rsi + 832]
+    vpmullw      ymm1, ymm1, [rsi + 832]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 832]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 832]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vpmulhuw     ymm2, ymm2, [rsi + 864]
+    vpmullw      ymm1, ymm1, [rsi + 864]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 864]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 864]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vpmulhuw     ymm2, ymm2, [rsi + 896]
+    vpmullw      ymm1, ymm1, [rsi + 896]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 896]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 896]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vpmulhuw     ymm2, ymm2, [rsi + 928]
+    vpmullw      ymm1, ymm1, [rsi + 928]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 928]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 928]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vpmulhuw     ymm2, ymm2, [rsi + 960]
+    vpmullw      ymm1, ymm1, [rsi + 960]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 960]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 960]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vpmulhuw     ymm2, ymm2, [rsi + 992]
+    vpmullw      ymm1, ymm1, [rsi + 992]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 992]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 992]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vmovdqu      ymm3, [rcx + 1024]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1024]
+    vmovdqu      ymm2, [rcx + 1024]
+    vpmulhuw     ymm2, ymm2, [rsi + 1024]
+    vpmullw      ymm1, ymm1, [rsi + 1024]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1024]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1024]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vmovdqu      ymm3, [rcx + 1056]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1056]
+    vmovdqu      ymm2, [rcx + 1056]
+    vpmulhuw     ymm2, ymm2, [rsi + 1056]
+    vpmullw      ymm1, ymm1, [rsi + 1056]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1056]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1056]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vmovdqu      ymm3, [rcx + 1088]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1088]
+    vmovdqu      ymm2, [rcx + 1088]
+    vpmulhuw     ymm2, ymm2, [rsi + 1088]
+    vpmullw      ymm1, ymm1, [rsi + 1088]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1088]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1088]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vmovdqu      ymm3, [rcx + 1120]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1120]
+    vmovdqu      ymm2, [rcx + 1120]
+    vpmulhuw     ymm2, ymm2, [rsi + 1120]
+    vpmullw      ymm1, ymm1, [rsi + 1120]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1120]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1120]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vmovdqu      ymm3, [rcx + 1152]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1152]
+    vmovdqu      ymm2, [rcx + 1152]
+    vpmulhuw     ymm2, ymm2, [rsi + 1152]
+    vpmullw      ymm1, ymm1, [rsi + 1152]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1152]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1152]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vmovdqu      ymm3, [rcx + 1184]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1184]
+    vmovdqu      ymm2, [rcx + 1184]
+    vpmulhuw     ymm2, ymm2, [rsi + 1184]
+    vpmullw      ymm1, ymm1, [rsi + 1184]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1184]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1184]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vmovdqu      ymm3, [rcx + 1216]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1216]
+    vmovdqu      ymm2, [rcx + 1216]
+    vpmulhuw     ymm2, ymm2, [rsi + 1216]
+    vpmullw      ymm1, ymm1, [rsi + 1216]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1216]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1216]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vmovdqu      ymm3, [rcx + 1248]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1248]
+    vmovdqu      ymm2, [rcx + 1248]
+    vpmulhuw     ymm2, ymm2, [rsi + 1248]
+    vpmullw      ymm1, ymm1, [rsi + 1248]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1248]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1248]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vmovdqu      ymm3, [rcx + 1280]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1280]
+    vmovdqu      ymm2, [rcx + 1280]
+    vpmulhuw     ymm2, ymm2, [rsi + 1280]
+    vpmullw      ymm1, ymm1, [rsi + 1280]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1280]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1280]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vmovdqu      ymm3, [rcx + 1312]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1312]
+    vmovdqu      ymm2, [rcx + 1312]
+    vpmulhuw     ymm2, ymm2, [rsi + 1312]
+    vpmullw      ymm1, ymm1, [rsi + 1312]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1312]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1312]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vmovdqu      ymm3, [rcx + 1344]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1344]
+    vmovdqu      ymm2, [rcx + 1344]
+    vpmulhuw     ymm2, ymm2, [rsi + 1344]
+    vpmullw      ymm1, ymm1, [rsi + 1344]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1344]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1344]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vmovdqu      ymm3, [rcx + 1376]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1376]
+    vmovdqu      ymm2, [rcx + 1376]
+    vpmulhuw     ymm2, ymm2, [rsi + 1376]
+    vpmullw      ymm1, ymm1, [rsi + 1376]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1376]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1376]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vmovdqu      ymm3, [rcx + 1408]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1408]
+    vmovdqu      ymm2, [rcx + 1408]
+    vpmulhuw     ymm2, ymm2, [rsi + 1408]
+    vpmullw      ymm1, ymm1, [rsi + 1408]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1408]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1408]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vmovdqu      ymm3, [rcx + 1440]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1440]
+    vmovdqu      ymm2, [rcx + 1440]
+    vpmulhuw     ymm2, ymm2, [rsi + 1440]
+    vpmullw      ymm1, ymm1, [rsi + 1440]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1440]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1440]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vmovdqu      ymm3, [rcx + 1472]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1472]
+    vmovdqu      ymm2, [rcx + 1472]
+    vpmulhuw     ymm2, ymm2, [rsi + 1472]
+    vpmullw      ymm1, ymm1, [rsi + 1472]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1472]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1472]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vmovdqu      ymm3, [rcx + 1504]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1504]
+    vmovdqu      ymm2, [rcx + 1504]
+    vpmulhuw     ymm2, ymm2, [rsi + 1504]
+    vpmullw      ymm1, ymm1, [rsi + 1504]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1504]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1504]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vmovdqu      ymm3, [rcx + 1536]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1536]
+    vmovdqu      ymm2, [rcx + 1536]
+    vpmulhuw     ymm2, ymm2, [rsi + 1536]
+    vpmullw      ymm1, ymm1, [rsi + 1536]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1536]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1536]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vmovdqu      ymm3, [rcx + 1568]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1568]
+    vmovdqu      ymm2, [rcx + 1568]
+    vpmulhuw     ymm2, ymm2, [rsi + 1568]
+    vpmullw      ymm1, ymm1, [rsi + 1568]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1568]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1568]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vmovdqu      ymm3, [rcx + 1600]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1600]
+    vmovdqu      ymm2, [rcx + 1600]
+    vpmulhuw     ymm2, ymm2, [rsi + 1600]
+    vpmullw      ymm1, ymm1, [rsi + 1600]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1600]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1600]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vmovdqu      ymm3, [rcx + 1632]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1632]
+    vmovdqu      ymm2, [rcx + 1632]
+    vpmulhuw     ymm2, ymm2, [rsi + 1632]
+    vpmullw      ymm1, ymm1, [rsi + 1632]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1632]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1632]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vmovdqu      ymm3, [rcx + 1664]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1664]
+    vmovdqu      ymm2, [rcx + 1664]
+    vpmulhuw     ymm2, ymm2, [rsi + 1664]
+    vpmullw      ymm1, ymm1, [rsi + 1664]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1664]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1664]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vmovdqu      ymm3, [rcx + 1696]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1696]
+    vmovdqu      ymm2, [rcx + 1696]
+    vpmulhuw     ymm2, ymm2, [rsi + 1696]
+    vpmullw      ymm1, ymm1, [rsi + 1696]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1696]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1696]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vmovdqu      ymm3, [rcx + 1728]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1728]
+    vmovdqu      ymm2, [rcx + 1728]
+    vpmulhuw     ymm2, ymm2, [rsi + 1728]
+    vpmullw      ymm1, ymm1, [rsi + 1728]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1728]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1728]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vmovdqu      ymm3, [rcx + 1760]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1760]
+    vmovdqu      ymm2, [rcx + 1760]
+    vpmulhuw     ymm2, ymm2, [rsi + 1760]
+    vpmullw      ymm1, ymm1, [rsi + 1760]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1760]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1760]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vmovdqu      ymm3, [rcx + 1792]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1792]
+    vmovdqu      ymm2, [rcx + 1792]
+    vpmulhuw     ymm2, ymm2, [rsi + 1792]
+    vpmullw      ymm1, ymm1, [rsi + 1792]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1792]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1792]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vmovdqu      ymm3, [rcx + 1824]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1824]
+    vmovdqu      ymm2, [rcx + 1824]
+    vpmulhuw     ymm2, ymm2, [rsi + 1824]
+    vpmullw      ymm1, ymm1, [rsi + 1824]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1824]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1824]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vmovdqu      ymm3, [rcx + 1856]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1856]
+    vmovdqu      ymm2, [rcx + 1856]
+    vpmulhuw     ymm2, ymm2, [rsi + 1856]
+    vpmullw      ymm1, ymm1, [rsi + 1856]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1856]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1856]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vmovdqu      ymm3, [rcx + 1888]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1888]
+    vmovdqu      ymm2, [rcx + 1888]
+    vpmulhuw     ymm2, ymm2, [rsi + 1888]
+    vpmullw      ymm1, ymm1, [rsi + 1888]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1888]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1888]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vmovdqu      ymm3, [rcx + 1920]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1920]
+    vmovdqu      ymm2, [rcx + 1920]
+    vpmulhuw     ymm2, ymm2, [rsi + 1920]
+    vpmullw      ymm1, ymm1, [rsi + 1920]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1920]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1920]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vmovdqu      ymm3, [rcx + 1952]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1952]
+    vmovdqu      ymm2, [rcx + 1952]
+    vpmulhuw     ymm2, ymm2, [rsi + 1952]
+    vpmullw      ymm1, ymm1, [rsi + 1952]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1952]
-    vpaddw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm1, ymm1, [r8 + 1952]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vmovdqu      ymm3, [rcx + 1984]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1984]
+    vmovdqu      ymm2, [rcx + 1984]
+    vpmulhuw     ymm2, ymm2, [rsi + 1984]
+    vpmullw      ymm1, ymm1, [rsi + 1984]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1984]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 1984]
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vmovdqu      ymm3, [rcx + 2016]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 2016]
+    vmovdqu      ymm2, [rcx + 2016]
+    vpmulhuw     ymm2, ymm2, [rsi + 2016]
+    vpmullw      ymm1, ymm1, [rsi + 2016]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 2016]
-    vpaddw       ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpaddw       ymm0, ymm0, [r8 + 2016]
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper

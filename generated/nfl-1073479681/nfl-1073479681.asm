@@ -2528,24 +2528,22 @@ kg_nfl1073479681_basemul_avx2:
     vmovdqu      ymm9, [rel pd_m1073479679]          ; held in a register: read 128 times
     vmovdqu      ymm10, [rel pd_2146959362]          ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, [rsi + 32]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi]
+    vpmuldq      ymm2, ymm2, [rsi + 32]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2564,24 +2562,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
     vmovdqu      [rdi + 32], ymm2
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, [rsi + 96]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 64]
+    vpmuldq      ymm2, ymm2, [rsi + 96]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2600,24 +2596,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      [rdi + 96], ymm2
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 160]
-    vmovdqu      ymm3, [rdx + 128]
-    vmovdqu      ymm4, [rdx + 160]
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rdx + 160]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, [rsi + 160]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 128]
+    vpmuldq      ymm2, ymm2, [rsi + 160]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2636,24 +2630,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      [rdi + 160], ymm2
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rsi + 224]
-    vmovdqu      ymm3, [rdx + 192]
-    vmovdqu      ymm4, [rdx + 224]
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rdx + 224]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, [rsi + 224]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 192]
+    vpmuldq      ymm2, ymm2, [rsi + 224]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2672,24 +2664,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      [rdi + 224], ymm2
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 288]
-    vmovdqu      ymm3, [rdx + 256]
-    vmovdqu      ymm4, [rdx + 288]
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rdx + 288]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, [rsi + 288]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 256]
+    vpmuldq      ymm2, ymm2, [rsi + 288]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2708,24 +2698,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      [rdi + 288], ymm2
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rsi + 352]
-    vmovdqu      ymm3, [rdx + 320]
-    vmovdqu      ymm4, [rdx + 352]
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rdx + 352]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, [rsi + 352]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 320]
+    vpmuldq      ymm2, ymm2, [rsi + 352]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2744,24 +2732,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      [rdi + 352], ymm2
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 416]
-    vmovdqu      ymm3, [rdx + 384]
-    vmovdqu      ymm4, [rdx + 416]
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rdx + 416]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, [rsi + 416]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 384]
+    vpmuldq      ymm2, ymm2, [rsi + 416]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2780,24 +2766,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      [rdi + 416], ymm2
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rsi + 480]
-    vmovdqu      ymm3, [rdx + 448]
-    vmovdqu      ymm4, [rdx + 480]
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rdx + 480]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, [rsi + 480]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 448]
+    vpmuldq      ymm2, ymm2, [rsi + 480]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2816,24 +2800,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm2
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rsi + 544]
-    vmovdqu      ymm3, [rdx + 512]
-    vmovdqu      ymm4, [rdx + 544]
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rdx + 544]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, [rsi + 544]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 512]
+    vpmuldq      ymm2, ymm2, [rsi + 544]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2852,24 +2834,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      [rdi + 544], ymm2
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rsi + 608]
-    vmovdqu      ymm3, [rdx + 576]
-    vmovdqu      ymm4, [rdx + 608]
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rdx + 608]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, [rsi + 608]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 576]
+    vpmuldq      ymm2, ymm2, [rsi + 608]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2888,24 +2868,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      [rdi + 608], ymm2
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rsi + 672]
-    vmovdqu      ymm3, [rdx + 640]
-    vmovdqu      ymm4, [rdx + 672]
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rdx + 672]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, [rsi + 672]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 640]
+    vpmuldq      ymm2, ymm2, [rsi + 672]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2924,24 +2902,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      [rdi + 672], ymm2
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rsi + 736]
-    vmovdqu      ymm3, [rdx + 704]
-    vmovdqu      ymm4, [rdx + 736]
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rdx + 736]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, [rsi + 736]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 704]
+    vpmuldq      ymm2, ymm2, [rsi + 736]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2960,24 +2936,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      [rdi + 736], ymm2
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rsi + 800]
-    vmovdqu      ymm3, [rdx + 768]
-    vmovdqu      ymm4, [rdx + 800]
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rdx + 800]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, [rsi + 800]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 768]
+    vpmuldq      ymm2, ymm2, [rsi + 800]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -2996,24 +2970,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      [rdi + 800], ymm2
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rsi + 864]
-    vmovdqu      ymm3, [rdx + 832]
-    vmovdqu      ymm4, [rdx + 864]
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rdx + 864]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, [rsi + 864]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 832]
+    vpmuldq      ymm2, ymm2, [rsi + 864]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3032,24 +3004,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      [rdi + 864], ymm2
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rsi + 928]
-    vmovdqu      ymm3, [rdx + 896]
-    vmovdqu      ymm4, [rdx + 928]
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rdx + 928]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, [rsi + 928]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 896]
+    vpmuldq      ymm2, ymm2, [rsi + 928]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3068,24 +3038,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      [rdi + 928], ymm2
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rsi + 992]
-    vmovdqu      ymm3, [rdx + 960]
-    vmovdqu      ymm4, [rdx + 992]
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rdx + 992]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, [rsi + 992]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 960]
+    vpmuldq      ymm2, ymm2, [rsi + 992]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3104,24 +3072,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      [rdi + 992], ymm2
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rsi + 1056]
-    vmovdqu      ymm3, [rdx + 1024]
-    vmovdqu      ymm4, [rdx + 1056]
+    vmovdqu      ymm1, [rdx + 1024]
+    vmovdqu      ymm2, [rdx + 1056]
+    vmovshdup    ymm3, [rsi + 1024]
+    vmovshdup    ymm4, [rsi + 1056]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1024]
+    vpmuldq      ymm2, ymm2, [rsi + 1056]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3140,24 +3106,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1024], ymm1
     vmovdqu      [rdi + 1056], ymm2
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rsi + 1120]
-    vmovdqu      ymm3, [rdx + 1088]
-    vmovdqu      ymm4, [rdx + 1120]
+    vmovdqu      ymm1, [rdx + 1088]
+    vmovdqu      ymm2, [rdx + 1120]
+    vmovshdup    ymm3, [rsi + 1088]
+    vmovshdup    ymm4, [rsi + 1120]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1088]
+    vpmuldq      ymm2, ymm2, [rsi + 1120]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3176,24 +3140,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1088], ymm1
     vmovdqu      [rdi + 1120], ymm2
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rsi + 1184]
-    vmovdqu      ymm3, [rdx + 1152]
-    vmovdqu      ymm4, [rdx + 1184]
+    vmovdqu      ymm1, [rdx + 1152]
+    vmovdqu      ymm2, [rdx + 1184]
+    vmovshdup    ymm3, [rsi + 1152]
+    vmovshdup    ymm4, [rsi + 1184]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1152]
+    vpmuldq      ymm2, ymm2, [rsi + 1184]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3212,24 +3174,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1152], ymm1
     vmovdqu      [rdi + 1184], ymm2
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rsi + 1248]
-    vmovdqu      ymm3, [rdx + 1216]
-    vmovdqu      ymm4, [rdx + 1248]
+    vmovdqu      ymm1, [rdx + 1216]
+    vmovdqu      ymm2, [rdx + 1248]
+    vmovshdup    ymm3, [rsi + 1216]
+    vmovshdup    ymm4, [rsi + 1248]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1216]
+    vpmuldq      ymm2, ymm2, [rsi + 1248]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3248,24 +3208,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1216], ymm1
     vmovdqu      [rdi + 1248], ymm2
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rsi + 1312]
-    vmovdqu      ymm3, [rdx + 1280]
-    vmovdqu      ymm4, [rdx + 1312]
+    vmovdqu      ymm1, [rdx + 1280]
+    vmovdqu      ymm2, [rdx + 1312]
+    vmovshdup    ymm3, [rsi + 1280]
+    vmovshdup    ymm4, [rsi + 1312]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1280]
+    vpmuldq      ymm2, ymm2, [rsi + 1312]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3284,24 +3242,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1280], ymm1
     vmovdqu      [rdi + 1312], ymm2
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rsi + 1376]
-    vmovdqu      ymm3, [rdx + 1344]
-    vmovdqu      ymm4, [rdx + 1376]
+    vmovdqu      ymm1, [rdx + 1344]
+    vmovdqu      ymm2, [rdx + 1376]
+    vmovshdup    ymm3, [rsi + 1344]
+    vmovshdup    ymm4, [rsi + 1376]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1344]
+    vpmuldq      ymm2, ymm2, [rsi + 1376]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3320,24 +3276,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1344], ymm1
     vmovdqu      [rdi + 1376], ymm2
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rsi + 1440]
-    vmovdqu      ymm3, [rdx + 1408]
-    vmovdqu      ymm4, [rdx + 1440]
+    vmovdqu      ymm1, [rdx + 1408]
+    vmovdqu      ymm2, [rdx + 1440]
+    vmovshdup    ymm3, [rsi + 1408]
+    vmovshdup    ymm4, [rsi + 1440]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1408]
+    vpmuldq      ymm2, ymm2, [rsi + 1440]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3356,24 +3310,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1408], ymm1
     vmovdqu      [rdi + 1440], ymm2
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rsi + 1504]
-    vmovdqu      ymm3, [rdx + 1472]
-    vmovdqu      ymm4, [rdx + 1504]
+    vmovdqu      ymm1, [rdx + 1472]
+    vmovdqu      ymm2, [rdx + 1504]
+    vmovshdup    ymm3, [rsi + 1472]
+    vmovshdup    ymm4, [rsi + 1504]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1472]
+    vpmuldq      ymm2, ymm2, [rsi + 1504]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3392,24 +3344,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1472], ymm1
     vmovdqu      [rdi + 1504], ymm2
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rsi + 1568]
-    vmovdqu      ymm3, [rdx + 1536]
-    vmovdqu      ymm4, [rdx + 1568]
+    vmovdqu      ymm1, [rdx + 1536]
+    vmovdqu      ymm2, [rdx + 1568]
+    vmovshdup    ymm3, [rsi + 1536]
+    vmovshdup    ymm4, [rsi + 1568]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1536]
+    vpmuldq      ymm2, ymm2, [rsi + 1568]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3428,24 +3378,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1536], ymm1
     vmovdqu      [rdi + 1568], ymm2
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rsi + 1632]
-    vmovdqu      ymm3, [rdx + 1600]
-    vmovdqu      ymm4, [rdx + 1632]
+    vmovdqu      ymm1, [rdx + 1600]
+    vmovdqu      ymm2, [rdx + 1632]
+    vmovshdup    ymm3, [rsi + 1600]
+    vmovshdup    ymm4, [rsi + 1632]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1600]
+    vpmuldq      ymm2, ymm2, [rsi + 1632]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3464,24 +3412,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1600], ymm1
     vmovdqu      [rdi + 1632], ymm2
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rsi + 1696]
-    vmovdqu      ymm3, [rdx + 1664]
-    vmovdqu      ymm4, [rdx + 1696]
+    vmovdqu      ymm1, [rdx + 1664]
+    vmovdqu      ymm2, [rdx + 1696]
+    vmovshdup    ymm3, [rsi + 1664]
+    vmovshdup    ymm4, [rsi + 1696]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1664]
+    vpmuldq      ymm2, ymm2, [rsi + 1696]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3500,24 +3446,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1664], ymm1
     vmovdqu      [rdi + 1696], ymm2
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rsi + 1760]
-    vmovdqu      ymm3, [rdx + 1728]
-    vmovdqu      ymm4, [rdx + 1760]
+    vmovdqu      ymm1, [rdx + 1728]
+    vmovdqu      ymm2, [rdx + 1760]
+    vmovshdup    ymm3, [rsi + 1728]
+    vmovshdup    ymm4, [rsi + 1760]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1728]
+    vpmuldq      ymm2, ymm2, [rsi + 1760]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3536,24 +3480,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1728], ymm1
     vmovdqu      [rdi + 1760], ymm2
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rsi + 1824]
-    vmovdqu      ymm3, [rdx + 1792]
-    vmovdqu      ymm4, [rdx + 1824]
+    vmovdqu      ymm1, [rdx + 1792]
+    vmovdqu      ymm2, [rdx + 1824]
+    vmovshdup    ymm3, [rsi + 1792]
+    vmovshdup    ymm4, [rsi + 1824]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1792]
+    vpmuldq      ymm2, ymm2, [rsi + 1824]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3572,24 +3514,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1792], ymm1
     vmovdqu      [rdi + 1824], ymm2
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rsi + 1888]
-    vmovdqu      ymm3, [rdx + 1856]
-    vmovdqu      ymm4, [rdx + 1888]
+    vmovdqu      ymm1, [rdx + 1856]
+    vmovdqu      ymm2, [rdx + 1888]
+    vmovshdup    ymm3, [rsi + 1856]
+    vmovshdup    ymm4, [rsi + 1888]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1856]
+    vpmuldq      ymm2, ymm2, [rsi + 1888]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3608,24 +3548,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1856], ymm1
     vmovdqu      [rdi + 1888], ymm2
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rsi + 1952]
-    vmovdqu      ymm3, [rdx + 1920]
-    vmovdqu      ymm4, [rdx + 1952]
+    vmovdqu      ymm1, [rdx + 1920]
+    vmovdqu      ymm2, [rdx + 1952]
+    vmovshdup    ymm3, [rsi + 1920]
+    vmovshdup    ymm4, [rsi + 1952]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1920]
+    vpmuldq      ymm2, ymm2, [rsi + 1952]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3644,24 +3582,22 @@ kg_nfl1073479681_basemul_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1920], ymm1
     vmovdqu      [rdi + 1952], ymm2
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rsi + 2016]
-    vmovdqu      ymm3, [rdx + 1984]
-    vmovdqu      ymm4, [rdx + 2016]
+    vmovdqu      ymm1, [rdx + 1984]
+    vmovdqu      ymm2, [rdx + 2016]
+    vmovshdup    ymm3, [rsi + 1984]
+    vmovshdup    ymm4, [rsi + 2016]
     vmovshdup    ymm5, ymm1
     vmovshdup    ymm6, ymm2
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm1, ymm1, ymm3
-    vpmuldq      ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm9, ymm1
-    vpmuldq      ymm4, ymm9, ymm2
-    vpmuldq      ymm3, ymm3, ymm0
-    vpmuldq      ymm4, ymm4, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vpmuldq      ymm3, ymm5, ymm7
-    vpmuldq      ymm4, ymm8, ymm6
+    vpmuldq      ymm1, ymm1, [rsi + 1984]
+    vpmuldq      ymm2, ymm2, [rsi + 2016]
+    vpmuldq      ymm7, ymm9, ymm1
+    vpmuldq      ymm8, ymm9, ymm2
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
+    vpsubd       ymm1, ymm1, ymm7
+    vpsubd       ymm2, ymm2, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm9, ymm3
     vpmuldq      ymm6, ymm9, ymm4
     vpmuldq      ymm5, ymm5, ymm0
@@ -3693,7 +3629,7 @@ kg_nfl1073479681_basemul_avx2:
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 394 and 4 x 183 and 3 x 167 instructions (repeated groups rolled: 4518 instructions run, 926 written)
+;   loops: 8 x 390 and 4 x 183 and 3 x 163 instructions (repeated groups rolled: 4470 instructions run, 914 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 288 vector reductions
@@ -3720,105 +3656,101 @@ kg_nfl1073479681_ntt_inverse_avx2:
     mov          rax, 8
     .repeat1:
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vmovdqu      ymm5, [rdi + 128]
-    vmovdqu      ymm6, [rdi + 160]
-    vmovdqu      ymm7, [rdi + 192]
-    vmovdqu      ymm8, [rdi + 224]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 8
+    vmovdqu      ymm2, [rdi + 64]
+    vmovdqu      ymm3, [rdi + 128]
+    vmovdqu      ymm4, [rdi + 192]
+    vpaddd       ymm5, ymm1, [rdi + 32]              ; layer 8
     vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rcx + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rcx + 64]
-    vpblendd     ymm2, ymm10, ymm2, 170
+    vpsubd       ymm1, ymm1, [rdi + 32]
+    vmovshdup    ymm6, ymm1
+    vpmuludq     ymm7, ymm1, [rcx + 32]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rcx + 64]
+    vpblendd     ymm6, ymm7, ymm6, 170
     vpmulld      ymm1, ymm1, [rcx]
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vmovshdup    ymm2, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm12, ymm2
-    vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm9, ymm9, ymm14
-    vpmulld      ymm2, ymm2, ymm0
-    vpsubd       ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm3, ymm4                    ; layer 8
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rcx + 128]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rcx + 160]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rcx + 96]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm12, ymm4
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm9, ymm9, ymm14
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm6                    ; layer 8
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rcx + 224]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rcx + 256]
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rcx + 192]
+    vpmuludq     ymm7, ymm12, ymm5
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm12, ymm6
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpmulld      ymm5, ymm14, ymm5
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm12, ymm6
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm9, ymm9, ymm14
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm8, ymm7                    ; layer 8
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rcx + 320]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rcx + 352]
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rcx + 288]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm9
-    vpmuludq     ymm10, ymm9, ymm12
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm12
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm9, ymm9, ymm14
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm8, ymm9, ymm8
-    vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm2, ymm9, 170
-    vpsrlq       ymm2, ymm2, 32
-    vpblendd     ymm1, ymm2, ymm1, 170
-    vpsllq       ymm2, ymm3, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsllq       ymm4, ymm5, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm5, ymm6, ymm5, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
+    vpaddd       ymm6, ymm2, [rdi + 96]              ; layer 8
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 96]
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm8, ymm2, [rcx + 128]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rcx + 160]
     vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rcx + 96]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm6
+    vpmuludq     ymm8, ymm12, ymm6
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm12, ymm7
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm6, ymm14, ymm6
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm6, ymm6, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 160]             ; layer 8
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 160]
+    vmovshdup    ymm8, ymm3
+    vpmuludq     ymm9, ymm3, [rcx + 224]
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, [rcx + 256]
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rcx + 192]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vmovshdup    ymm8, ymm7
+    vpmuludq     ymm9, ymm12, ymm7
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, ymm12
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm7, ymm14, ymm7
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm7, ymm7, ymm8
+    vpaddd       ymm8, ymm4, [rdi + 224]             ; layer 8
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 224]
+    vmovshdup    ymm9, ymm4
+    vpmuludq     ymm10, ymm4, [rcx + 320]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, [rcx + 352]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rcx + 288]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vmovshdup    ymm9, ymm8
+    vpmuludq     ymm10, ymm8, ymm12
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, ymm12
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm8, ymm8, ymm14
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm5, ymm9, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm1, ymm5, ymm1, 170
+    vpsllq       ymm5, ymm2, 32
+    vpblendd     ymm5, ymm6, ymm5, 170
+    vpsrlq       ymm6, ymm6, 32
+    vpblendd     ymm2, ymm6, ymm2, 170
+    vpsllq       ymm6, ymm3, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm3, ymm7, ymm3, 170
+    vpsllq       ymm7, ymm4, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm4, ymm8, ymm4, 170
     vpaddd       ymm8, ymm9, ymm1                    ; layer 7
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
@@ -3830,47 +3762,47 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rcx + 384]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
-    vpaddd       ymm9, ymm2, ymm3                    ; layer 7
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm9, ymm5, ymm2                    ; layer 7
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm2, [rcx + 480]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rcx + 480]
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rcx + 448]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm4, ymm5                    ; layer 7
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rcx + 544]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rcx + 544]
+    vpmuludq     ymm5, ymm5, [rcx + 480]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rcx + 512]
+    vpmulld      ymm2, ymm2, [rcx + 448]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vpaddd       ymm5, ymm6, ymm7                    ; layer 7
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm6, ymm3                    ; layer 7
     vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm6, ymm6, ymm7
-    vmovshdup    ymm7, ymm6
-    vpmuludq     ymm10, ymm6, [rcx + 608]
+    vpsubd       ymm3, ymm6, ymm3
+    vmovshdup    ymm6, ymm3
+    vpmuludq     ymm10, ymm3, [rcx + 544]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rcx + 544]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm3, ymm3, [rcx + 512]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm6
+    vpaddd       ymm6, ymm7, ymm4                    ; layer 7
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm4, ymm7, ymm4
+    vmovshdup    ymm7, ymm4
+    vpmuludq     ymm10, ymm4, [rcx + 608]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rcx + 608]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rcx + 576]
+    vpmulld      ymm4, ymm4, [rcx + 576]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm6, ymm6, ymm7
+    vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
     vpunpcklqdq  ymm8, ymm9, ymm2
     vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm3, ymm4
-    vpunpckhqdq  ymm3, ymm3, ymm4
-    vpunpcklqdq  ymm4, ymm5, ymm6
-    vpunpckhqdq  ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm9, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
     vpsubd       ymm6, ymm7, ymm11                   ; csub: before layer 6
     vpminud      ymm6, ymm7, ymm6
     vpsubd       ymm7, ymm1, ymm11                   ; csub: before layer 6
@@ -3916,13 +3848,13 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rcx + 768]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
-    vpsubd       ymm6, ymm4, ymm11                   ; csub: before layer 6
-    vpminud      ymm4, ymm4, ymm6
     vpsubd       ymm6, ymm5, ymm11                   ; csub: before layer 6
     vpminud      ymm5, ymm5, ymm6
-    vpaddd       ymm6, ymm4, ymm5                    ; layer 6
-    vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm5
+    vpsubd       ymm6, ymm4, ymm11                   ; csub: before layer 6
+    vpminud      ymm4, ymm4, ymm6
+    vpaddd       ymm6, ymm5, ymm4                    ; layer 6
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
     vpmuludq     ymm10, ymm4, [rcx + 864]
     vmovshdup    ymm10, ymm10
@@ -4307,118 +4239,129 @@ kg_nfl1073479681_ntt_inverse_avx2:
     mov          rax, 3
     .repeat3:
     vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vmovdqu      ymm3, [rdi + 640]
-    vmovdqu      ymm4, [rdi + 896]
-    vmovdqu      ymm5, [rdi + 1152]
-    vmovdqu      ymm6, [rdi + 1408]
-    vmovdqu      ymm7, [rdi + 1664]
-    vmovdqu      ymm8, [rdi + 1920]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 2
+    vmovdqu      ymm2, [rdi + 640]
+    vmovdqu      ymm3, [rdi + 1152]
+    vmovdqu      ymm4, [rdi + 1664]
+    vpaddd       ymm5, ymm1, [rdi + 384]             ; layer 2
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 384]
+    vmovshdup    ymm6, ymm1
+    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 10752
+    vpmuludq     ymm7, ymm1, [rdx - 96]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rdx - 96]
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpmulld      ymm1, ymm1, [rdx - 128]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
+    vpaddd       ymm6, ymm2, [rdi + 896]             ; layer 2
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 896]
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm8, ymm2, [rdx - 32]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rdx - 32]
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rdx - 64]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 1408]            ; layer 2
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 1408]
+    vmovshdup    ymm8, ymm3
+    vpmuludq     ymm9, ymm3, [rdx + 32]
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, [rdx + 32]
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rdx]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vpaddd       ymm8, ymm4, [rdi + 1920]            ; layer 2
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 1920]
+    vmovshdup    ymm9, ymm4
+    vpmuludq     ymm10, ymm4, [rdx + 96]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, [rdx + 96]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rdx + 64]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vpsubd       ymm9, ymm5, ymm11                   ; csub: before layer 1
+    vpminud      ymm5, ymm9, ymm5
+    vpsubd       ymm9, ymm6, ymm11                   ; csub: before layer 1
+    vpminud      ymm6, ymm9, ymm6
+    vpaddd       ymm9, ymm5, ymm6                    ; layer 1
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm5, ymm5, ymm6
+    vmovshdup    ymm6, ymm5
+    vpmuludq     ymm10, ymm15, ymm5
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm15, ymm6
+    vpblendd     ymm6, ymm10, ymm6, 170
+    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 11008
+    vpmulld      ymm5, ymm5, [rdx - 128]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm5, ymm5, ymm6
+    vpaddd       ymm6, ymm1, ymm2                    ; layer 1
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 10752
-    vpmuludq     ymm10, ymm1, [rdx - 96]
+    vpmuludq     ymm10, ymm15, ymm1
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rdx - 96]
+    vpmuludq     ymm2, ymm15, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
     vpmulld      ymm1, ymm1, [rdx - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 2
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rdx - 32]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rdx - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rdx + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rdx + 32]
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rdx]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm5, ymm5, ymm6
-    vpaddd       ymm6, ymm8, ymm7                    ; layer 2
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rdx + 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rdx + 96]
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rdx + 64]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm7, ymm7, ymm8
-    vpsubd       ymm8, ymm9, ymm11                   ; csub: before layer 1
-    vpminud      ymm8, ymm9, ymm8
-    vpsubd       ymm9, ymm2, ymm11                   ; csub: before layer 1
-    vpminud      ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm8, ymm2                    ; layer 1
-    vpaddd       ymm8, ymm8, ymm11
-    vpsubd       ymm2, ymm8, ymm2
-    vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm15, ymm2
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm15
-    vpblendd     ymm8, ymm10, ymm8, 170
-    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 11008
-    vpmulld      ymm2, ymm2, [rdx - 128]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm2, ymm2, ymm8
-    vpaddd       ymm8, ymm1, ymm3                    ; layer 1
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm15, ymm1
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm15, ymm3
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rdx - 128]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm3, ymm4, ymm11                   ; csub: before layer 1
-    vpminud      ymm3, ymm4, ymm3
-    vpsubd       ymm4, ymm6, ymm11                   ; csub: before layer 1
-    vpminud      ymm4, ymm6, ymm4
-    vpaddd       ymm6, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rdx - 32]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rdx - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm7                    ; layer 1
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm7
-    vmovshdup    ymm7, ymm5
-    vpmuludq     ymm10, ymm5, [rdx - 32]
+    vpsubd       ymm2, ymm7, ymm11                   ; csub: before layer 1
+    vpminud      ymm2, ymm7, ymm2
+    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 1
+    vpminud      ymm7, ymm8, ymm7
+    vpaddd       ymm8, ymm2, ymm7                    ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm10, ymm2, [rdx - 32]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rdx - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm5, ymm5, [rdx - 64]
+    vpmulld      ymm2, ymm2, [rdx - 64]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm7, ymm9, ymm11                   ; csub: before layer 0
-    vpminud      ymm7, ymm9, ymm7
-    vpsubd       ymm9, ymm6, ymm11                   ; csub: before layer 0
-    vpminud      ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm6                    ; layer 0
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm6, ymm7, ymm6
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm3, ymm4                    ; layer 1
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm10, ymm3, [rdx - 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm4, ymm4, [rdx - 32]
+    vpblendd     ymm4, ymm10, ymm4, 170
+    vpmulld      ymm3, ymm3, [rdx - 64]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpsubd       ymm4, ymm9, ymm11                   ; csub: before layer 0
+    vpminud      ymm4, ymm9, ymm4
+    vpsubd       ymm9, ymm8, ymm11                   ; csub: before layer 0
+    vpminud      ymm8, ymm8, ymm9
+    vpaddd       ymm9, ymm8, ymm4                    ; layer 0
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, ymm8
+    vmovshdup    ymm8, ymm4
+    vpmuludq     ymm10, ymm13, ymm4
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm8, ymm8, ymm13
+    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmulld      ymm4, ymm4, [rdx]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm4, ymm4, ymm8
+    vpsubd       ymm8, ymm6, ymm11                   ; csub: before layer 0
+    vpminud      ymm6, ymm8, ymm6
+    vpsubd       ymm8, ymm7, ymm11                   ; csub: before layer 0
+    vpminud      ymm7, ymm8, ymm7
+    vpaddd       ymm8, ymm6, ymm7                    ; layer 0
+    vpaddd       ymm6, ymm11, ymm6
+    vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
     vpmuludq     ymm10, ymm13, ymm6
     vmovshdup    ymm10, ymm10
@@ -4427,49 +4370,34 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm6, ymm6, [rdx]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
-    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 0
-    vpminud      ymm7, ymm8, ymm7
-    vpsubd       ymm8, ymm4, ymm11                   ; csub: before layer 0
-    vpminud      ymm4, ymm8, ymm4
-    vpaddd       ymm8, ymm7, ymm4                    ; layer 0
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm4, ymm7, ymm4
-    vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm13, ymm4
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm13, ymm7
-    vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rdx]
-    vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm4, ymm4, ymm7
-    vpaddd       ymm7, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm7, ymm5, ymm2                    ; layer 0
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm13, ymm2
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rdx]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm1, ymm5                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm5
-    vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm13, ymm1
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rdx]
+    vpmulld      ymm2, ymm2, [rdx]
     vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm1, ymm1, ymm5
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, ymm3
+    vmovshdup    ymm3, ymm1
+    vpmuludq     ymm10, ymm13, ymm1
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm3, ymm13, ymm3
+    vpblendd     ymm3, ymm10, ymm3, 170
+    vpmulld      ymm1, ymm1, [rdx]
+    vpmulld      ymm3, ymm3, ymm0
+    vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 128], ymm9
     vmovdqu      [rdi + 384], ymm8
     vmovdqu      [rdi + 640], ymm7
-    vmovdqu      [rdi + 896], ymm3
-    vmovdqu      [rdi + 1152], ymm6
-    vmovdqu      [rdi + 1408], ymm4
+    vmovdqu      [rdi + 896], ymm5
+    vmovdqu      [rdi + 1152], ymm4
+    vmovdqu      [rdi + 1408], ymm6
     vmovdqu      [rdi + 1664], ymm2
     vmovdqu      [rdi + 1920], ymm1
     add          rdi, 32
@@ -4477,118 +4405,129 @@ kg_nfl1073479681_ntt_inverse_avx2:
     jnz          .repeat3
     add          rdi, -96                            ; back to the argument
     vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vmovdqu      ymm3, [rdi + 736]
-    vmovdqu      ymm4, [rdi + 992]
-    vmovdqu      ymm5, [rdi + 1248]
-    vmovdqu      ymm6, [rdi + 1504]
-    vmovdqu      ymm7, [rdi + 1760]
-    vmovdqu      ymm8, [rdi + 2016]
-    vpaddd       ymm9, ymm1, ymm2                    ; layer 2
+    vmovdqu      ymm2, [rdi + 736]
+    vmovdqu      ymm3, [rdi + 1248]
+    vmovdqu      ymm4, [rdi + 1760]
+    vpaddd       ymm5, ymm1, [rdi + 480]             ; layer 2
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, [rdi + 480]
+    vmovshdup    ymm6, ymm1
+    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 10752
+    vpmuludq     ymm7, ymm1, [rdx - 96]
+    vmovshdup    ymm7, ymm7
+    vpmuludq     ymm6, ymm6, [rdx - 96]
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpmulld      ymm1, ymm1, [rdx - 128]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm1, ymm1, ymm6
+    vpaddd       ymm6, ymm2, [rdi + 992]             ; layer 2
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, [rdi + 992]
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm8, ymm2, [rdx - 32]
+    vmovshdup    ymm8, ymm8
+    vpmuludq     ymm7, ymm7, [rdx - 32]
+    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmulld      ymm2, ymm2, [rdx - 64]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm3, [rdi + 1504]            ; layer 2
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, [rdi + 1504]
+    vmovshdup    ymm8, ymm3
+    vpmuludq     ymm9, ymm3, [rdx + 32]
+    vmovshdup    ymm9, ymm9
+    vpmuludq     ymm8, ymm8, [rdx + 32]
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpmulld      ymm3, ymm3, [rdx]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vpaddd       ymm8, ymm4, [rdi + 2016]            ; layer 2
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, [rdi + 2016]
+    vmovshdup    ymm9, ymm4
+    vpmuludq     ymm10, ymm4, [rdx + 96]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, [rdx + 96]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm4, ymm4, [rdx + 64]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm4, ymm4, ymm9
+    vpsubd       ymm9, ymm5, ymm11                   ; csub: before layer 1
+    vpminud      ymm5, ymm9, ymm5
+    vpsubd       ymm9, ymm6, ymm11                   ; csub: before layer 1
+    vpminud      ymm6, ymm9, ymm6
+    vpaddd       ymm9, ymm5, ymm6                    ; layer 1
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm5, ymm5, ymm6
+    vmovshdup    ymm6, ymm5
+    vpmuludq     ymm10, ymm15, ymm5
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm15, ymm6
+    vpblendd     ymm6, ymm10, ymm6, 170
+    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 11008
+    vpmulld      ymm5, ymm5, [rdx - 128]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm5, ymm5, ymm6
+    vpaddd       ymm6, ymm1, ymm2                    ; layer 1
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 10752
-    vpmuludq     ymm10, ymm1, [rdx - 96]
+    vpmuludq     ymm10, ymm15, ymm1
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rdx - 96]
+    vpmuludq     ymm2, ymm15, ymm2
     vpblendd     ymm2, ymm10, ymm2, 170
     vpmulld      ymm1, ymm1, [rdx - 128]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpaddd       ymm2, ymm3, ymm4                    ; layer 2
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rdx - 32]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rdx - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm6                    ; layer 2
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm6
-    vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rdx + 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rdx + 32]
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rdx]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm5, ymm5, ymm6
-    vpaddd       ymm6, ymm8, ymm7                    ; layer 2
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm7, ymm7, ymm8
-    vmovshdup    ymm8, ymm7
-    vpmuludq     ymm10, ymm7, [rdx + 96]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rdx + 96]
-    vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm7, ymm7, [rdx + 64]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm7, ymm7, ymm8
-    vpsubd       ymm8, ymm9, ymm11                   ; csub: before layer 1
-    vpminud      ymm8, ymm9, ymm8
-    vpsubd       ymm9, ymm2, ymm11                   ; csub: before layer 1
-    vpminud      ymm2, ymm9, ymm2
-    vpaddd       ymm9, ymm8, ymm2                    ; layer 1
-    vpaddd       ymm8, ymm8, ymm11
-    vpsubd       ymm2, ymm8, ymm2
-    vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm15, ymm2
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, ymm15
-    vpblendd     ymm8, ymm10, ymm8, 170
-    lea          rdx, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx2 near byte 11008
-    vpmulld      ymm2, ymm2, [rdx - 128]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm2, ymm2, ymm8
-    vpaddd       ymm8, ymm1, ymm3                    ; layer 1
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm3
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm15, ymm1
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm15, ymm3
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rdx - 128]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm3, ymm4, ymm11                   ; csub: before layer 1
-    vpminud      ymm3, ymm4, ymm3
-    vpsubd       ymm4, ymm6, ymm11                   ; csub: before layer 1
-    vpminud      ymm4, ymm6, ymm4
-    vpaddd       ymm6, ymm3, ymm4                    ; layer 1
-    vpaddd       ymm3, ymm11, ymm3
-    vpsubd       ymm3, ymm3, ymm4
-    vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rdx - 32]
-    vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rdx - 64]
-    vpmulld      ymm4, ymm4, ymm0
-    vpsubd       ymm3, ymm3, ymm4
-    vpaddd       ymm4, ymm5, ymm7                    ; layer 1
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm5, ymm5, ymm7
-    vmovshdup    ymm7, ymm5
-    vpmuludq     ymm10, ymm5, [rdx - 32]
+    vpsubd       ymm2, ymm7, ymm11                   ; csub: before layer 1
+    vpminud      ymm2, ymm7, ymm2
+    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 1
+    vpminud      ymm7, ymm8, ymm7
+    vpaddd       ymm8, ymm2, ymm7                    ; layer 1
+    vpaddd       ymm2, ymm11, ymm2
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm10, ymm2, [rdx - 32]
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm7, ymm7, [rdx - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm5, ymm5, [rdx - 64]
+    vpmulld      ymm2, ymm2, [rdx - 64]
     vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm7, ymm9, ymm11                   ; csub: before layer 0
-    vpminud      ymm7, ymm9, ymm7
-    vpsubd       ymm9, ymm6, ymm11                   ; csub: before layer 0
-    vpminud      ymm6, ymm9, ymm6
-    vpaddd       ymm9, ymm7, ymm6                    ; layer 0
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm6, ymm7, ymm6
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm3, ymm4                    ; layer 1
+    vpaddd       ymm3, ymm11, ymm3
+    vpsubd       ymm3, ymm3, ymm4
+    vmovshdup    ymm4, ymm3
+    vpmuludq     ymm10, ymm3, [rdx - 32]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm4, ymm4, [rdx - 32]
+    vpblendd     ymm4, ymm10, ymm4, 170
+    vpmulld      ymm3, ymm3, [rdx - 64]
+    vpmulld      ymm4, ymm4, ymm0
+    vpsubd       ymm3, ymm3, ymm4
+    vpsubd       ymm4, ymm9, ymm11                   ; csub: before layer 0
+    vpminud      ymm4, ymm9, ymm4
+    vpsubd       ymm9, ymm8, ymm11                   ; csub: before layer 0
+    vpminud      ymm8, ymm8, ymm9
+    vpaddd       ymm9, ymm8, ymm4                    ; layer 0
+    vpaddd       ymm4, ymm11, ymm4
+    vpsubd       ymm4, ymm4, ymm8
+    vmovshdup    ymm8, ymm4
+    vpmuludq     ymm10, ymm13, ymm4
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm8, ymm8, ymm13
+    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmulld      ymm4, ymm4, [rdx]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm4, ymm4, ymm8
+    vpsubd       ymm8, ymm6, ymm11                   ; csub: before layer 0
+    vpminud      ymm6, ymm8, ymm6
+    vpsubd       ymm8, ymm7, ymm11                   ; csub: before layer 0
+    vpminud      ymm7, ymm8, ymm7
+    vpaddd       ymm8, ymm6, ymm7                    ; layer 0
+    vpaddd       ymm6, ymm11, ymm6
+    vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
     vpmuludq     ymm10, ymm13, ymm6
     vmovshdup    ymm10, ymm10
@@ -4597,49 +4536,34 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm6, ymm6, [rdx]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
-    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 0
-    vpminud      ymm7, ymm8, ymm7
-    vpsubd       ymm8, ymm4, ymm11                   ; csub: before layer 0
-    vpminud      ymm4, ymm8, ymm4
-    vpaddd       ymm8, ymm7, ymm4                    ; layer 0
-    vpaddd       ymm7, ymm11, ymm7
-    vpsubd       ymm4, ymm7, ymm4
-    vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm13, ymm4
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm13, ymm7
-    vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rdx]
-    vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm4, ymm4, ymm7
-    vpaddd       ymm7, ymm2, ymm3                    ; layer 0
-    vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm3, ymm2
+    vpaddd       ymm7, ymm5, ymm2                    ; layer 0
+    vpaddd       ymm5, ymm11, ymm5
+    vpsubd       ymm2, ymm5, ymm2
+    vmovshdup    ymm5, ymm2
     vpmuludq     ymm10, ymm13, ymm2
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm13, ymm3
-    vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm2, ymm2, [rdx]
-    vpmulld      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vpaddd       ymm3, ymm1, ymm5                    ; layer 0
-    vpaddd       ymm1, ymm11, ymm1
-    vpsubd       ymm1, ymm1, ymm5
-    vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm13, ymm1
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm5, ymm13, ymm5
     vpblendd     ymm5, ymm10, ymm5, 170
+    vpmulld      ymm2, ymm2, [rdx]
+    vpmulld      ymm5, ymm5, ymm0
+    vpsubd       ymm2, ymm2, ymm5
+    vpaddd       ymm5, ymm1, ymm3                    ; layer 0
+    vpaddd       ymm1, ymm11, ymm1
+    vpsubd       ymm1, ymm1, ymm3
+    vmovshdup    ymm3, ymm1
+    vpmuludq     ymm10, ymm13, ymm1
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm3, ymm13, ymm3
+    vpblendd     ymm3, ymm10, ymm3, 170
     vpmulld      ymm1, ymm1, [rdx]
-    vpmulld      ymm0, ymm5, ymm0
+    vpmulld      ymm0, ymm3, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm9
     vmovdqu      [rdi + 480], ymm8
     vmovdqu      [rdi + 736], ymm7
-    vmovdqu      [rdi + 992], ymm3
-    vmovdqu      [rdi + 1248], ymm6
-    vmovdqu      [rdi + 1504], ymm4
+    vmovdqu      [rdi + 992], ymm5
+    vmovdqu      [rdi + 1248], ymm4
+    vmovdqu      [rdi + 1504], ymm6
     vmovdqu      [rdi + 1760], ymm2
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -6101,972 +6025,908 @@ kg_nfl1073479681_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_avx2.end - kg_nfl1073479681_mulmod_shoup_avx2)
 align 32
 kg_nfl1073479681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm6, [rel pd_1073479681]           ; held in a register: read 64 times
+    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vmovshdup    ymm3, [rsi + 32]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 32]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 32]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 64]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vmovshdup    ymm3, [rsi + 96]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 96]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 96]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 128]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 128]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vmovshdup    ymm3, [rsi + 160]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 160]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 160]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 192]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 192]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vmovshdup    ymm3, [rsi + 224]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 224]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 224]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 256]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 256]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vmovshdup    ymm3, [rsi + 288]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 288]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 288]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 320]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 320]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vmovshdup    ymm3, [rsi + 352]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 352]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 352]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 384]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 384]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vmovshdup    ymm3, [rsi + 416]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 416]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 416]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 448]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 448]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vmovshdup    ymm3, [rsi + 480]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 480]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 480]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 512]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vmovshdup    ymm3, [rsi + 544]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 544]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 544]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 576]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 576]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vmovshdup    ymm3, [rsi + 608]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 608]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 608]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 640]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 640]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vmovshdup    ymm3, [rsi + 672]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 672]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 672]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 704]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 704]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vmovshdup    ymm3, [rsi + 736]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 736]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 736]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 768]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 768]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vmovshdup    ymm3, [rsi + 800]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 800]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 800]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 832]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 832]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vmovshdup    ymm3, [rsi + 864]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 864]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 864]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 896]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 896]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vmovshdup    ymm3, [rsi + 928]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 928]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 928]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 960]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 960]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vmovshdup    ymm3, [rsi + 992]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 992]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 992]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vmovdqu      ymm3, [rcx + 1024]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1024]
+    vmovdqu      ymm2, [rcx + 1024]
+    vmovshdup    ymm3, [rsi + 1024]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1024]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1024]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vmovdqu      ymm3, [rcx + 1056]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1056]
+    vmovdqu      ymm2, [rcx + 1056]
+    vmovshdup    ymm3, [rsi + 1056]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1056]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1056]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vmovdqu      ymm3, [rcx + 1088]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1088]
+    vmovdqu      ymm2, [rcx + 1088]
+    vmovshdup    ymm3, [rsi + 1088]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1088]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1088]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vmovdqu      ymm3, [rcx + 1120]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1120]
+    vmovdqu      ymm2, [rcx + 1120]
+    vmovshdup    ymm3, [rsi + 1120]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1120]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1120]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vmovdqu      ymm3, [rcx + 1152]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1152]
+    vmovdqu      ymm2, [rcx + 1152]
+    vmovshdup    ymm3, [rsi + 1152]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1152]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1152]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vmovdqu      ymm3, [rcx + 1184]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1184]
+    vmovdqu      ymm2, [rcx + 1184]
+    vmovshdup    ymm3, [rsi + 1184]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1184]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1184]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vmovdqu      ymm3, [rcx + 1216]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1216]
+    vmovdqu      ymm2, [rcx + 1216]
+    vmovshdup    ymm3, [rsi + 1216]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1216]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1216]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vmovdqu      ymm3, [rcx + 1248]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1248]
+    vmovdqu      ymm2, [rcx + 1248]
+    vmovshdup    ymm3, [rsi + 1248]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1248]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1248]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vmovdqu      ymm3, [rcx + 1280]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1280]
+    vmovdqu      ymm2, [rcx + 1280]
+    vmovshdup    ymm3, [rsi + 1280]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1280]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1280]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vmovdqu      ymm3, [rcx + 1312]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1312]
+    vmovdqu      ymm2, [rcx + 1312]
+    vmovshdup    ymm3, [rsi + 1312]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1312]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1312]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vmovdqu      ymm3, [rcx + 1344]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1344]
+    vmovdqu      ymm2, [rcx + 1344]
+    vmovshdup    ymm3, [rsi + 1344]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1344]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1344]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vmovdqu      ymm3, [rcx + 1376]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1376]
+    vmovdqu      ymm2, [rcx + 1376]
+    vmovshdup    ymm3, [rsi + 1376]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1376]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1376]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vmovdqu      ymm3, [rcx + 1408]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1408]
+    vmovdqu      ymm2, [rcx + 1408]
+    vmovshdup    ymm3, [rsi + 1408]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1408]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1408]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vmovdqu      ymm3, [rcx + 1440]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1440]
+    vmovdqu      ymm2, [rcx + 1440]
+    vmovshdup    ymm3, [rsi + 1440]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1440]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1440]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vmovdqu      ymm3, [rcx + 1472]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1472]
+    vmovdqu      ymm2, [rcx + 1472]
+    vmovshdup    ymm3, [rsi + 1472]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1472]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1472]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vmovdqu      ymm3, [rcx + 1504]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1504]
+    vmovdqu      ymm2, [rcx + 1504]
+    vmovshdup    ymm3, [rsi + 1504]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1504]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1504]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vmovdqu      ymm3, [rcx + 1536]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1536]
+    vmovdqu      ymm2, [rcx + 1536]
+    vmovshdup    ymm3, [rsi + 1536]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1536]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1536]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vmovdqu      ymm3, [rcx + 1568]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1568]
+    vmovdqu      ymm2, [rcx + 1568]
+    vmovshdup    ymm3, [rsi + 1568]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1568]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1568]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vmovdqu      ymm3, [rcx + 1600]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1600]
+    vmovdqu      ymm2, [rcx + 1600]
+    vmovshdup    ymm3, [rsi + 1600]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1600]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1600]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vmovdqu      ymm3, [rcx + 1632]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1632]
+    vmovdqu      ymm2, [rcx + 1632]
+    vmovshdup    ymm3, [rsi + 1632]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1632]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1632]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vmovdqu      ymm3, [rcx + 1664]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1664]
+    vmovdqu      ymm2, [rcx + 1664]
+    vmovshdup    ymm3, [rsi + 1664]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1664]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1664]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vmovdqu      ymm3, [rcx + 1696]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1696]
+    vmovdqu      ymm2, [rcx + 1696]
+    vmovshdup    ymm3, [rsi + 1696]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1696]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1696]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vmovdqu      ymm3, [rcx + 1728]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1728]
+    vmovdqu      ymm2, [rcx + 1728]
+    vmovshdup    ymm3, [rsi + 1728]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1728]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1728]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vmovdqu      ymm3, [rcx + 1760]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1760]
+    vmovdqu      ymm2, [rcx + 1760]
+    vmovshdup    ymm3, [rsi + 1760]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1760]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1760]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vmovdqu      ymm3, [rcx + 1792]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1792]
+    vmovdqu      ymm2, [rcx + 1792]
+    vmovshdup    ymm3, [rsi + 1792]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1792]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1792]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vmovdqu      ymm3, [rcx + 1824]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1824]
+    vmovdqu      ymm2, [rcx + 1824]
+    vmovshdup    ymm3, [rsi + 1824]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1824]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1824]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vmovdqu      ymm3, [rcx + 1856]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1856]
+    vmovdqu      ymm2, [rcx + 1856]
+    vmovshdup    ymm3, [rsi + 1856]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1856]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1856]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vmovdqu      ymm3, [rcx + 1888]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1888]
+    vmovdqu      ymm2, [rcx + 1888]
+    vmovshdup    ymm3, [rsi + 1888]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1888]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1888]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vmovdqu      ymm3, [rcx + 1920]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1920]
+    vmovdqu      ymm2, [rcx + 1920]
+    vmovshdup    ymm3, [rsi + 1920]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1920]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1920]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vmovdqu      ymm3, [rcx + 1952]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1952]
+    vmovdqu      ymm2, [rcx + 1952]
+    vmovshdup    ymm3, [rsi + 1952]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1952]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1952]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vmovdqu      ymm3, [rcx + 1984]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1984]
+    vmovdqu      ymm2, [rcx + 1984]
+    vmovshdup    ymm3, [rsi + 1984]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1984]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1984]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vmovdqu      ymm3, [rcx + 2016]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 2016]
+    vmovdqu      ymm2, [rcx + 2016]
+    vmovshdup    ymm3, [rsi + 2016]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 2016]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 2016]
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -7080,1229 +6940,1101 @@ kg_nfl1073479681_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_avx2.end - kg_nfl1073479681_muladd_shoup_avx2)
 align 32
 kg_nfl1073479681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm6, [rel pd_2146959362]           ; held in a register: read 64 times
-    vmovdqu      ymm7, [rel pd_1073479681]           ; held in a register: read 64 times
+    vmovdqu      ymm5, [rel pd_2146959362]           ; held in a register: read 64 times
+    vmovdqu      ymm6, [rel pd_1073479681]           ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vmovshdup    ymm3, [rsi]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vmovshdup    ymm3, [rsi + 32]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 32]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 32]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 32]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vmovshdup    ymm3, [rsi + 64]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 64]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 64]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vmovshdup    ymm3, [rsi + 96]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 96]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 96]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 96]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 96]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
-    vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovdqu      ymm3, [rcx + 128]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rcx + 128]
+    vmovshdup    ymm3, [rsi + 128]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 128]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 128]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 128]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 128]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovdqu      ymm3, [rcx + 160]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rcx + 160]
+    vmovshdup    ymm3, [rsi + 160]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 160]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 160]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 160]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 160]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovdqu      ymm3, [rcx + 192]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rcx + 192]
+    vmovshdup    ymm3, [rsi + 192]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 192]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 192]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 192]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 192]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovdqu      ymm3, [rcx + 224]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rcx + 224]
+    vmovshdup    ymm3, [rsi + 224]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 224]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 224]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 224]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 224]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovdqu      ymm3, [rcx + 256]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rcx + 256]
+    vmovshdup    ymm3, [rsi + 256]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 256]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 256]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 256]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 256]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovdqu      ymm3, [rcx + 288]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rcx + 288]
+    vmovshdup    ymm3, [rsi + 288]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 288]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 288]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 288]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 288]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovdqu      ymm3, [rcx + 320]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rcx + 320]
+    vmovshdup    ymm3, [rsi + 320]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 320]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 320]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 320]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 320]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovdqu      ymm3, [rcx + 352]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rcx + 352]
+    vmovshdup    ymm3, [rsi + 352]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 352]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 352]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 352]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 352]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovdqu      ymm3, [rcx + 384]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rcx + 384]
+    vmovshdup    ymm3, [rsi + 384]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 384]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 384]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 384]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 384]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovdqu      ymm3, [rcx + 416]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rcx + 416]
+    vmovshdup    ymm3, [rsi + 416]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 416]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 416]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 416]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 416]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovdqu      ymm3, [rcx + 448]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rcx + 448]
+    vmovshdup    ymm3, [rsi + 448]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 448]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 448]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 448]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 448]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovdqu      ymm3, [rcx + 480]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rcx + 480]
+    vmovshdup    ymm3, [rsi + 480]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 480]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 480]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 480]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 480]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovdqu      ymm3, [rcx + 512]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rcx + 512]
+    vmovshdup    ymm3, [rsi + 512]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 512]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 512]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 512]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovdqu      ymm3, [rcx + 544]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rcx + 544]
+    vmovshdup    ymm3, [rsi + 544]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 544]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 544]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 544]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 544]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
-    vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovdqu      ymm3, [rcx + 576]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rcx + 576]
+    vmovshdup    ymm3, [rsi + 576]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 576]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 576]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 576]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 576]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovdqu      ymm3, [rcx + 608]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rcx + 608]
+    vmovshdup    ymm3, [rsi + 608]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 608]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 608]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 608]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 608]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
-    vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovdqu      ymm3, [rcx + 640]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rcx + 640]
+    vmovshdup    ymm3, [rsi + 640]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 640]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 640]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 640]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 640]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovdqu      ymm3, [rcx + 672]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rcx + 672]
+    vmovshdup    ymm3, [rsi + 672]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 672]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 672]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 672]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 672]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
-    vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovdqu      ymm3, [rcx + 704]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rcx + 704]
+    vmovshdup    ymm3, [rsi + 704]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 704]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 704]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 704]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 704]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovdqu      ymm3, [rcx + 736]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rcx + 736]
+    vmovshdup    ymm3, [rsi + 736]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 736]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 736]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 736]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 736]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovdqu      ymm3, [rcx + 768]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rcx + 768]
+    vmovshdup    ymm3, [rsi + 768]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 768]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 768]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 768]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 768]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovdqu      ymm3, [rcx + 800]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rcx + 800]
+    vmovshdup    ymm3, [rsi + 800]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 800]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 800]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 800]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 800]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovdqu      ymm3, [rcx + 832]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rcx + 832]
+    vmovshdup    ymm3, [rsi + 832]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 832]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 832]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 832]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 832]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovdqu      ymm3, [rcx + 864]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rcx + 864]
+    vmovshdup    ymm3, [rsi + 864]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 864]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 864]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 864]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 864]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovdqu      ymm3, [rcx + 896]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rcx + 896]
+    vmovshdup    ymm3, [rsi + 896]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 896]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 896]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 896]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 896]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovdqu      ymm3, [rcx + 928]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rcx + 928]
+    vmovshdup    ymm3, [rsi + 928]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 928]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 928]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 928]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 928]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovdqu      ymm3, [rcx + 960]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rcx + 960]
+    vmovshdup    ymm3, [rsi + 960]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 960]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 960]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 960]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 960]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovdqu      ymm3, [rcx + 992]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rcx + 992]
+    vmovshdup    ymm3, [rsi + 992]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 992]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 992]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 992]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 992]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
-    vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vmovdqu      ymm3, [rcx + 1024]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1024]
+    vmovdqu      ymm2, [rcx + 1024]
+    vmovshdup    ymm3, [rsi + 1024]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1024]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1024]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1024]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1024]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vmovdqu      ymm3, [rcx + 1056]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1056]
+    vmovdqu      ymm2, [rcx + 1056]
+    vmovshdup    ymm3, [rsi + 1056]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1056]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1056]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1056]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1056]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
-    vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vmovdqu      ymm3, [rcx + 1088]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1088]
+    vmovdqu      ymm2, [rcx + 1088]
+    vmovshdup    ymm3, [rsi + 1088]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1088]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1088]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1088]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1088]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vmovdqu      ymm3, [rcx + 1120]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1120]
+    vmovdqu      ymm2, [rcx + 1120]
+    vmovshdup    ymm3, [rsi + 1120]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1120]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1120]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1120]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1120]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
-    vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vmovdqu      ymm3, [rcx + 1152]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1152]
+    vmovdqu      ymm2, [rcx + 1152]
+    vmovshdup    ymm3, [rsi + 1152]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1152]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1152]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1152]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1152]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vmovdqu      ymm3, [rcx + 1184]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1184]
+    vmovdqu      ymm2, [rcx + 1184]
+    vmovshdup    ymm3, [rsi + 1184]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1184]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1184]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1184]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1184]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
-    vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vmovdqu      ymm3, [rcx + 1216]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1216]
+    vmovdqu      ymm2, [rcx + 1216]
+    vmovshdup    ymm3, [rsi + 1216]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1216]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1216]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1216]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1216]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vmovdqu      ymm3, [rcx + 1248]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1248]
+    vmovdqu      ymm2, [rcx + 1248]
+    vmovshdup    ymm3, [rsi + 1248]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1248]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1248]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1248]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1248]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
-    vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vmovdqu      ymm3, [rcx + 1280]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1280]
+    vmovdqu      ymm2, [rcx + 1280]
+    vmovshdup    ymm3, [rsi + 1280]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1280]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1280]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1280]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1280]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vmovdqu      ymm3, [rcx + 1312]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1312]
+    vmovdqu      ymm2, [rcx + 1312]
+    vmovshdup    ymm3, [rsi + 1312]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1312]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1312]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1312]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1312]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
-    vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vmovdqu      ymm3, [rcx + 1344]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1344]
+    vmovdqu      ymm2, [rcx + 1344]
+    vmovshdup    ymm3, [rsi + 1344]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1344]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1344]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1344]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1344]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vmovdqu      ymm3, [rcx + 1376]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1376]
+    vmovdqu      ymm2, [rcx + 1376]
+    vmovshdup    ymm3, [rsi + 1376]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1376]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1376]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1376]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1376]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
-    vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vmovdqu      ymm3, [rcx + 1408]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1408]
+    vmovdqu      ymm2, [rcx + 1408]
+    vmovshdup    ymm3, [rsi + 1408]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1408]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1408]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1408]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1408]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vmovdqu      ymm3, [rcx + 1440]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1440]
+    vmovdqu      ymm2, [rcx + 1440]
+    vmovshdup    ymm3, [rsi + 1440]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1440]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1440]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1440]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1440]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
-    vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vmovdqu      ymm3, [rcx + 1472]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1472]
+    vmovdqu      ymm2, [rcx + 1472]
+    vmovshdup    ymm3, [rsi + 1472]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1472]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1472]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1472]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1472]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vmovdqu      ymm3, [rcx + 1504]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1504]
+    vmovdqu      ymm2, [rcx + 1504]
+    vmovshdup    ymm3, [rsi + 1504]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1504]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1504]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1504]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1504]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
-    vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vmovdqu      ymm3, [rcx + 1536]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1536]
+    vmovdqu      ymm2, [rcx + 1536]
+    vmovshdup    ymm3, [rsi + 1536]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1536]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1536]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1536]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1536]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vmovdqu      ymm3, [rcx + 1568]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1568]
+    vmovdqu      ymm2, [rcx + 1568]
+    vmovshdup    ymm3, [rsi + 1568]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1568]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1568]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1568]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1568]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
-    vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vmovdqu      ymm3, [rcx + 1600]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1600]
+    vmovdqu      ymm2, [rcx + 1600]
+    vmovshdup    ymm3, [rsi + 1600]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1600]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1600]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1600]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1600]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vmovdqu      ymm3, [rcx + 1632]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1632]
+    vmovdqu      ymm2, [rcx + 1632]
+    vmovshdup    ymm3, [rsi + 1632]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1632]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1632]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1632]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1632]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
-    vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vmovdqu      ymm3, [rcx + 1664]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1664]
+    vmovdqu      ymm2, [rcx + 1664]
+    vmovshdup    ymm3, [rsi + 1664]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1664]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1664]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1664]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1664]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vmovdqu      ymm3, [rcx + 1696]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1696]
+    vmovdqu      ymm2, [rcx + 1696]
+    vmovshdup    ymm3, [rsi + 1696]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1696]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1696]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1696]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1696]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
-    vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vmovdqu      ymm3, [rcx + 1728]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1728]
+    vmovdqu      ymm2, [rcx + 1728]
+    vmovshdup    ymm3, [rsi + 1728]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1728]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1728]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1728]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1728]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vmovdqu      ymm3, [rcx + 1760]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1760]
+    vmovdqu      ymm2, [rcx + 1760]
+    vmovshdup    ymm3, [rsi + 1760]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1760]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1760]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1760]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1760]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
-    vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vmovdqu      ymm3, [rcx + 1792]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1792]
+    vmovdqu      ymm2, [rcx + 1792]
+    vmovshdup    ymm3, [rsi + 1792]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1792]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1792]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1792]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1792]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vmovdqu      ymm3, [rcx + 1824]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1824]
+    vmovdqu      ymm2, [rcx + 1824]
+    vmovshdup    ymm3, [rsi + 1824]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1824]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1824]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1824]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1824]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
-    vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vmovdqu      ymm3, [rcx + 1856]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1856]
+    vmovdqu      ymm2, [rcx + 1856]
+    vmovshdup    ymm3, [rsi + 1856]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1856]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1856]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1856]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1856]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vmovdqu      ymm3, [rcx + 1888]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1888]
+    vmovdqu      ymm2, [rcx + 1888]
+    vmovshdup    ymm3, [rsi + 1888]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1888]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1888]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1888]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1888]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
-    vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vmovdqu      ymm3, [rcx + 1920]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1920]
+    vmovdqu      ymm2, [rcx + 1920]
+    vmovshdup    ymm3, [rsi + 1920]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1920]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1920]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1920]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1920]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vmovdqu      ymm3, [rcx + 1952]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1952]
+    vmovdqu      ymm2, [rcx + 1952]
+    vmovshdup    ymm3, [rsi + 1952]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1952]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1952]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1952]
-    vpaddd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm1, ymm1, [r8 + 1952]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
-    vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vmovdqu      ymm3, [rcx + 1984]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 1984]
+    vmovdqu      ymm2, [rcx + 1984]
+    vmovshdup    ymm3, [rsi + 1984]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 1984]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 1984]
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 1984]
-    vpaddd       ymm1, ymm1, ymm2
+    vpaddd       ymm1, ymm1, [r8 + 1984]
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm1, ymm7                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vmovdqu      ymm3, [rcx + 2016]
-    vmovshdup    ymm4, ymm1
-    vmovshdup    ymm5, ymm3
-    vpmuludq     ymm3, ymm1, ymm3
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm4, ymm4, ymm5
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpmulld      ymm1, ymm1, ymm2
-    vpmulld      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 2016]
+    vmovdqu      ymm2, [rcx + 2016]
+    vmovshdup    ymm3, [rsi + 2016]
+    vmovshdup    ymm4, ymm2
+    vpmuludq     ymm2, ymm2, [rsi + 2016]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm3, ymm3, ymm4
+    vpblendd     ymm2, ymm2, ymm3, 170
+    vpmulld      ymm1, ymm1, [rsi + 2016]
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 2016]
-    vpaddd       ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpaddd       ymm0, ymm0, [r8 + 2016]
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
-    vpsubd       ymm1, ymm0, ymm7                    ; freeze: to [0, q)
+    vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper

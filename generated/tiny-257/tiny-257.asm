@@ -307,44 +307,40 @@ kg_tiny257_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-6}, rax, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
 kg_tiny257_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
-    lea          rax, [rel pw_m255 + 128]            ; addresses pw_m255 near byte 0
-    vpmullw      ymm5, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm4, [rax - 128]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm4, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
+    vmovdqu      ymm1, [rel pw_m255]                 ; q^-1
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rdx + 32]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm5, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi]
+    vpmullw      ymm5, ymm5, [rsi + 32]
+    vpmulhw      ymm2, ymm2, [rsi]
+    vpmulhw      ymm3, ymm3, [rsi + 32]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi], ymm1
-    vmovdqu      [rdi + 32], ymm2
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm4, [rax - 128]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm1, ymm1, ymm3
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm3, ymm5, ymm0
-    vpmulhw      ymm0, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm0, ymm2, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vmovdqu      [rdi], ymm2
+    vmovdqu      [rdi + 32], ymm3
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rdx + 96]
+    vpmullw      ymm4, ymm2, ymm1
+    vpmullw      ymm1, ymm3, ymm1
+    vpmullw      ymm4, ymm4, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmulhw      ymm2, ymm2, [rsi + 64]
+    vpmulhw      ymm3, ymm3, [rsi + 96]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpmulhw      ymm0, ymm1, ymm0
+    vpsubw       ymm1, ymm2, ymm4
+    vpsubw       ymm0, ymm3, ymm0
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -371,46 +367,44 @@ kg_tiny257_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 32]
-    vmovdqu      ymm3, [rdi + 64]
-    vmovdqu      ymm4, [rdi + 96]
-    vpaddw       ymm5, ymm1, ymm2                    ; layer 5
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rdi + 64]
+    vpaddw       ymm3, ymm1, [rdi + 32]              ; layer 5
+    vpsubw       ymm1, ymm1, [rdi + 32]
     lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmullw      ymm4, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm5, [rel pw_1020]
-    vpmulhw      ymm5, ymm5, [rel pw_m4]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm5, ymm2
-    vpaddw       ymm5, ymm3, ymm4                    ; layer 5
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rax - 32]
-    vpmulhw      ymm3, ymm3, [rax - 64]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm1, ymm1, ymm4
+    vpmullw      ymm4, ymm3, [rel pw_1020]
+    vpmulhw      ymm3, ymm3, [rel pw_m4]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm5, [rel pw_1020]
-    vpmulhw      ymm5, ymm5, [rel pw_m4]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm4, ymm5, ymm4
+    vpaddw       ymm4, ymm2, [rdi + 96]              ; layer 5
+    vpsubw       ymm2, ymm2, [rdi + 96]
+    vpmullw      ymm5, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmullw      ymm5, ymm4, [rel pw_1020]
+    vpmulhw      ymm4, ymm4, [rel pw_m4]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
     vpslld       ymm5, ymm1, 16
-    vpblendw     ymm5, ymm2, ymm5, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm1, ymm2, ymm1, 170
-    vpslld       ymm2, ymm3, 16
-    vpblendw     ymm2, ymm4, ymm2, 170
-    vpsrld       ymm4, ymm4, 16
+    vpblendw     ymm5, ymm3, ymm5, 170
+    vpsrld       ymm3, ymm3, 16
+    vpblendw     ymm1, ymm3, ymm1, 170
+    vpslld       ymm3, ymm2, 16
     vpblendw     ymm3, ymm4, ymm3, 170
+    vpsrld       ymm4, ymm4, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpaddw       ymm4, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rax + 32]
     vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm2, ymm3                    ; layer 4
-    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm5, ymm3, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm3, ymm2
     vpmullw      ymm3, ymm2, [rax + 96]
     vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
@@ -647,7 +641,7 @@ kg_tiny257_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, rax, flags
+;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_avx2.end - kg_tiny257_mulmod_shoup_avx2)
 align 32
@@ -655,42 +649,38 @@ kg_tiny257_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
     vmovdqu      ymm0, [rax - 128]                   ; q = 257
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -706,7 +696,7 @@ kg_tiny257_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, rax, flags
+;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
 align 32
@@ -714,15 +704,13 @@ kg_tiny257_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
     vmovdqu      ymm0, [rax - 128]                   ; q = 257
-    vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovdqu      ymm3, [rcx]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx]
+    vmovdqu      ymm2, [rcx]
+    vpmulhuw     ymm2, ymm2, [rsi]
+    vpmullw      ymm1, ymm1, [rsi]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8]
     lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -730,15 +718,13 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovdqu      ymm3, [rcx + 32]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rcx + 32]
+    vpmulhuw     ymm2, ymm2, [rsi + 32]
+    vpmullw      ymm1, ymm1, [rsi + 32]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 32]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 32]
     lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -746,29 +732,25 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovdqu      ymm3, [rcx + 64]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rcx + 64]
+    vpmulhuw     ymm2, ymm2, [rsi + 64]
+    vpmullw      ymm1, ymm1, [rsi + 64]
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [r8 + 64]
-    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovdqu      ymm3, [rcx + 96]
-    vpmulhuw     ymm3, ymm1, ymm3
-    vpmullw      ymm1, ymm1, ymm2
-    vpmullw      ymm0, ymm3, ymm0
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rcx + 96]
+    vpmulhuw     ymm2, ymm2, [rsi + 96]
+    vpmullw      ymm1, ymm1, [rsi + 96]
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      ymm1, [r8 + 96]
-    vpaddw       ymm0, ymm0, ymm1
+    vpaddw       ymm0, ymm0, [r8 + 96]
     vpsubw       ymm1, ymm0, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rax - 128]             ; freeze: to [0, q)

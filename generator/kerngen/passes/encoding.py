@@ -1,9 +1,14 @@
 """Shorter encodings of the same instructions.
 
-Past the decoded-µop cache the front end decodes about 16 bytes a cycle, so
-a large kernel's bytes are its time (`passes.roll` says more). Two passes
-take bytes out without changing what any instruction computes:
+Past the decoded-µop cache the front end decodes about 16 bytes and at most
+four instructions a cycle, so a large kernel's bytes and instructions are its
+time (`passes.roll` says more). Three passes take them out without changing
+what any instruction computes:
 
+- `fold_loads` (before allocation, VEX targets): a vector loaded from an
+  argument and read a few times only by instructions that can take it as
+  their memory operand is not loaded at all; each of them reads it from
+  memory (a load µop, no instruction).
 - `promote_constants` (after allocation, before verification): a table
   vector read many times as a memory operand is loaded once into a vector
   register the allocation left unused, and read from there: a register
@@ -17,10 +22,12 @@ take bytes out without changing what any instruction computes:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..ir.instr import Instr, Mem, PhysReg, Pointer, TableBase, registers_in
+
+from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
 from ..ir.ops import spec
 from ..target.abi import Abi
 
@@ -31,6 +38,82 @@ _MIN_READS = 6
 
 DISP8 = range(-128, 128)
 _LEA_BYTES, _SAVED_PER_ACCESS = 7, 3  # lea reg, [rip + disp32]; disp32 -> disp8
+
+
+# A loaded vector read more often than this stays loaded: each folded read is
+# a load µop of its own, and the load ports are shared with everything else.
+_MAX_FOLDED_READS = 3
+
+
+def fold_loads(body: list[Instr]) -> list[Instr]:
+    """Drop the loads of argument vectors whose every read can take the
+    memory operand instead (a commutative instruction's sources swapped to
+    put it last, VEX's memory slot), one memory operand per instruction, no
+    store anywhere between the load and its last read (an output may alias
+    the input). Loads are taken in order, each as far as the operands the
+    earlier ones took leave room: of x*y, x + y the first load gets both."""
+    reads: dict[VReg, list[int]] = defaultdict(list)
+    for i, ins in enumerate(body):
+        for op in ins.read:
+            if isinstance(op, VReg):
+                reads[op].append(i)
+    stores = [i for i, ins in enumerate(body) if any(isinstance(op, Mem) for op in ins.written)]
+    taken: dict[int, tuple] = {}  # instruction -> its operands with a load folded in, the register it replaced
+    dropped: set[int] = set()
+    for i, ins in enumerate(body):
+        if spec(ins.op).cls != "load" or ins.op != "load" or not isinstance(ins.operands[1].base, ArgBase):
+            continue
+        dst, mem = ins.operands
+        uses = reads.get(dst, [])
+        if not uses or len(uses) > _MAX_FOLDED_READS or any(i < k <= uses[-1] for k in stores):
+            continue
+        placed = {j: _with_memory(body[j], dst, mem) if j not in taken else None for j in set(uses)}
+        if any(ops is None for ops in placed.values()):
+            continue
+        taken.update((j, (ops, dst)) for j, ops in placed.items())
+        dropped.add(i)
+    out = []
+    for i, ins in enumerate(body):
+        if i in dropped:
+            continue
+        if i in taken:
+            ins = _retagged(ins, *taken[i])
+        out.append(ins)
+    return out
+
+
+def _with_memory(ins: Instr, reg: VReg, mem: Mem) -> tuple | None:
+    """`ins`'s operands with `mem` read in place of `reg`, or None where it
+    cannot be: `reg` read once, by the memory-capable source slot (the
+    sources of a commutative instruction swapped if that puts it there),
+    no other memory operand, the same width as the instruction's register."""
+    s, ops = spec(ins.op), list(ins.operands)
+    if any(isinstance(op, Mem) for op in ops) or ops.count(reg) != 1 or ops.index(reg) not in s.read:
+        return None
+    if not isinstance(ops[0], VReg) or ops[0].bits != reg.bits or s.cls in ("store", "move", "address", "control"):
+        return None
+    memory_slots = [j for j in s.read if s.slots[j].kind == "vm" and "w" not in s.slots[j].access]
+    if len(memory_slots) != 1:
+        return None
+    k, m = ops.index(reg), memory_slots[0]
+    if k != m:
+        sources = [j for j in s.read if s.slots[j].kind in ("v", "vm")]
+        if not s.commutative or len(sources) != 2 or k not in sources:
+            return None
+        ops[k], ops[m] = ops[m], ops[k]
+    ops[m] = mem
+    return tuple(ops)
+
+
+def _retagged(ins: Instr, ops: tuple, reg: VReg) -> Instr:
+    """`ins` with operands `ops` (`reg` folded into memory), its idiom's
+    source slot following the value it named."""
+    tag = ins.idiom
+    if tag is not None and tag.role == "start":
+        was = ins.operands[tag.source]
+        now = next(j for j, op in enumerate(ops) if isinstance(op, Mem)) if was == reg else ops.index(was)
+        tag = dataclasses.replace(tag, source=now)
+    return Instr(ins.op, ops, ins.comment, tag)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
-    check -> legalise -> allocate -> promote constants -> check allocated
+    check -> legalise -> fold loads -> allocate -> promote constants -> check allocated
           -> required ISA -> verify -> roll -> point tables -> check encoding
 
 The last three write the verified stream shorter (loops, addresses through
@@ -24,7 +24,7 @@ from ..target.abi import RBP
 from ..target.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
-from .encoding import point_tables, promote_constants
+from .encoding import fold_loads, point_tables, promote_constants
 from .roll import roll
 from .legalise import legalise
 from .verify import Proof, Verification, verify_kernel
@@ -53,6 +53,12 @@ def _check(u: Unit) -> None:
 
 def _legalise(u: Unit) -> None:
     u.body = legalise(u.body, u.target, u.builder)
+
+
+def _fold_loads(u: Unit) -> None:
+    """Legacy (SSE) memory operands must be 16-byte aligned; arguments need not be."""
+    if u.target.isa.vex:
+        u.body = fold_loads(u.body)
 
 
 def _allocate(u: Unit) -> None:
@@ -111,6 +117,7 @@ def _check_encoding(u: Unit) -> None:
 PASSES = (
     ("check", _check),
     ("legalise", _legalise),
+    ("fold loads", _fold_loads),
     ("allocate", _allocate),
     ("promote constants", _promote_constants),
     ("check allocated", _check_allocated),

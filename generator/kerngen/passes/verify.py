@@ -132,6 +132,7 @@ class _Machine:
         self.top: Interval = (self.lo, self.hi)
         self.model_lanes = kernel.target.isa.vector_bits // self.bits
         self.tables = {t.label: t for t in kernel.tables}
+        self.arg_reads: dict[tuple[int, int, int], tuple[list, Value]] = {}  # `value`'s reads of arguments
         self.ids = count(1)
         self.defs: dict[int, _Def] = {}  # value -> the instruction that made it
         self.products: dict[int, tuple] = {}  # checked Montgomery product -> its (x, w) leaves lane by lane
@@ -196,7 +197,15 @@ class _Machine:
         got = elems[first:first + n]
         if any(e is None for e in got):
             self.fail(index, ins, f"reads elements of argument {op.base.index} that hold no value yet")
-        return self.new([e[0] for e in got], [e[1] for e in got], _union(*(e[2] for e in got)))
+        # memory nothing has written since is the value read before (a load folded into several
+        # instructions reads it in each, and a product's checks need to see one x)
+        key = (op.base.index, first, n)
+        seen = self.arg_reads.get(key)
+        if seen is not None and all(a is b for a, b in zip(seen[0], got)):
+            return seen[1]
+        val = self.new([e[0] for e in got], [e[1] for e in got], _union(*(e[2] for e in got)))
+        self.arg_reads[key] = (got, val)
+        return val
 
     def store(self, index: int, ins: Instr) -> None:
         m, src = ins.operands[0], ins.operands[1]
@@ -503,12 +512,8 @@ class _Group:
                 if _leaf_constant(w) is not None:
                     if _leaf_constant(wq) is None or (_leaf_constant(wq) - _leaf_constant(w) * qinv) % (1 << bits):
                         bad("pairs a constant w with a w' that is not w*q^-1 mod 2^bits")
-                else:
-                    made = mc.defs.get(wq[1].vid)
-                    mates = [v for v in made.sources if v.vid != w[1].vid] if made else []
-                    if made is None or made.generic != "mullo" or wq[2] != w[2] or len(mates) != 1 or \
-                            mates[0].constant is None or (mates[0].constant[w[2]] - qinv) % (1 << bits):
-                        bad("pairs a variable w with a w' not computed as mullo(w, q^-1)")
+                elif not _times_qinv(mc, wq, w, qinv):
+                    bad("pairs a variable w with a w' not computed as mullo(w, q^-1) or a sum of such")
             form = _union(form, x[1].form if _leaf_constant(w) is not None else _product(x[1].form, w[1].form))
             (x_lo, x_hi), (w_lo, w_hi) = x[1].lanes[x[2]], w[1].lanes[w[2]]
             corners = [i * j for i in (x_lo, x_hi) for j in (w_lo, w_hi)]
@@ -732,6 +737,36 @@ def _moved_from(mc: _Machine, made: _Def, v: Value, lane: int) -> tuple[Value, i
     return made.sources[i], k
 
 
+def _times_qinv(mc: _Machine, wq: tuple, w: tuple, qinv: int) -> bool:
+    """Term wq = w*q^-1 mod 2^bits for the leaf w, as the kernel made it:
+    mullo(w, q^-1) in the same lane, or u' + v' (added inside the product,
+    or before it) for w = u + v with u', v' such multiples of u and v:
+    multiplication mod 2^bits distributes over wrapping addition."""
+    if wq[0] == "leaf":
+        made = mc.defs.get(wq[1].vid)
+        if made is not None and made.generic == "mullo" and wq[2] == w[2]:
+            mates = [v for v in made.sources if v.vid != w[1].vid]
+            return len(mates) == 1 and mates[0].constant is not None and \
+                (mates[0].constant[w[2]] - qinv) % (1 << mc.bits) == 0
+        parts = _sum_parts(mc, wq) if made is not None else None
+    else:
+        parts = wq[1:] if wq[0] == "add" else None
+    w_parts = _sum_parts(mc, w)
+    if parts is None or w_parts is None:
+        return False
+    (u, v), (uq, vq) = w_parts, parts
+    return (_times_qinv(mc, uq, u, qinv) and _times_qinv(mc, vq, v, qinv)) or \
+        (_times_qinv(mc, vq, u, qinv) and _times_qinv(mc, uq, v, qinv))
+
+
+def _sum_parts(mc: _Machine, leaf: tuple) -> tuple[tuple, tuple] | None:
+    """The two leaves a leaf lane was added from lane-wise, if an addition made it."""
+    d = mc.defs.get(leaf[1].vid)
+    if d is None or d.generic != "add" or d.elem not in (None, mc.bits) or d.imm is not None:
+        return None
+    return tuple(("leaf", v, leaf[2]) for v in d.sources)
+
+
 def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tuple:
     """Lane `lane` of v as a term over lanes of values made outside a group
     (`inside`: the values it made): ("leaf", value, lane), or (generic
@@ -760,7 +795,7 @@ def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tupl
 
 def _factors(term: tuple) -> list[tuple] | None:
     """The leaves a low product multiplies (mod 2^bits the grouping does not matter)."""
-    if term[0] == "leaf":
+    if term[0] in ("leaf", "add"):  # an addition inside: a factor w' given as a sum (`_times_qinv`)
         return [term]
     if term[0] != "mullo":
         return None

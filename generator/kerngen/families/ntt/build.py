@@ -99,6 +99,12 @@ def instructions_cost(body) -> int:
     return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in body)
 
 
+def _basemul_cost(body) -> tuple[int, int]:
+    """A base multiplication's cost, ties going to fewer multiplications (the
+    multiplier ports are what it waits on)."""
+    return instructions_cost(body), sum(spec(ins.op).cls == "mul" for ins in body)
+
+
 def reduction_cost(r) -> int:
     """One vector reduction by the cost model: instructions, multiplications counted twice."""
     return r.instructions + 2 * r.multiplications
@@ -370,21 +376,24 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
               f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-        def make(finish: Reducer | None, karatsuba: bool, interleave: int) -> Compiled:
+        def make(finish: Reducer | None, variant: tuple[bool, bool, int]) -> Compiled:
+            karatsuba, summed, interleave = variant
             b = kernel_builder(layout)
             build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
-                          karatsuba, interleave)
+                          karatsuba, summed, interleave, qinv_in_register=t.isa.vex)
             return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)  # signed lanes: Montgomery's
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input;
-        # blocks of degree 1 by Karatsuba where that, with its looser bound, still costs less; two units
-        # of blocks interleaved unless that spills (a tie goes to the interleaved build: shorter chains)
-        builds = {v: first_fitting(bm_output, partial(make, karatsuba=v[0], interleave=v[1]), "r",
+        # blocks of degree 1 by Karatsuba where that, with its looser bound, costs less or as much with
+        # fewer multiplications; two units of blocks interleaved unless that spills (a tie goes to the
+        # interleaved build: shorter chains)
+        builds = {v: first_fitting(bm_output, partial(make, variant=v), "r",
                                    lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
                   for v in basemul_variants(layout)}
-        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(executed(kv[1].kernel)))
+        (kara, summed, il), bc = min(builds.items(), key=lambda kv: _basemul_cost(executed(kv[1].kernel)))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
-                 *((("karatsuba", kara),) if layout.d == 2 else ()), ("interleaved_units", il))
+                 *((("karatsuba", kara),) if layout.d == 2 else ()), *((("summed_factors", summed),) if kara else ()),
+                 ("interleaved_units", il))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
                             f"base multiply-accumulate r = {_sum_text(k)} blockwise, NTT domain",

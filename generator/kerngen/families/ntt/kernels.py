@@ -145,7 +145,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,
                   finish: Reducer | None = None, copies: int = 1, karatsuba: bool = False,
-                  interleave: int = 1) -> None:
+                  summed_factors: bool = False, interleave: int = 1, qinv_in_register: bool = False) -> None:
     """r = sum over i < copies of a_i*b_i/R blockwise mod (x^d - zeta_j): args
     (r, a, b), a and b `copies` arrays of n one after the other, r may alias
     any of them. `in_abs` bounds |a[i]| and |b[i]|; inputs are reduced first
@@ -154,8 +154,13 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     large blocks, many copies); the wrapped terms of all copies are summed
     before their one multiplication by the block's zeta; `finish` reduces
     every output. `karatsuba`: blocks of degree 1 with three products where
-    the sums fit the lanes (`_karatsuba_terms`); `interleave` units of
-    blocks are emitted at once, their instructions merged (`_interleaved`)."""
+    the sums fit the lanes (`_karatsuba_terms`; `summed_factors`: the sum's
+    factor w' added from the others'); `interleave` units of
+    blocks are emitted at once, their instructions merged (`_interleaved`).
+    `qinv_in_register`: q^-1 for the variable factors loaded once, so that
+    the factor can take an input as its memory operand (on VEX targets,
+    `passes.encoding.fold_loads`); else read from the table, a register
+    fewer."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
@@ -169,6 +174,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
         _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
         return
+    qinv = mul.qinv_register(b) if qinv_in_register else None
     acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     karatsuba = karatsuba and d == 2 and 2 * x_abs <= ar.lane_max and _karatsuba_bound(mul, x_abs) <= ar.lane_max
     def unit_body(unit: tuple[int, ...]) -> None:
@@ -190,9 +196,10 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             groups = _same_blocks(idx, d)
             for _, at in groups:
                 if karatsuba:
-                    terms = _karatsuba_terms(b, mul, [ra[i] for i in at], [rb[i] for i in at], qv, x_abs, bits)
+                    terms = _karatsuba_terms(b, mul, [ra[i] for i in at], [rb[i] for i in at], qv, qinv, x_abs, bits,
+                                             summed_factors)
                 else:
-                    factors = [mul.variable(b, rb[i]) for i in at]
+                    factors = [mul.variable(b, rb[i], qinv) for i in at]
                     terms = {}
                     for i in range(d):
                         for j in range(d):
@@ -232,15 +239,17 @@ def _pairs_basemul(layout: NttLayout) -> bool:
     return layout.pairs_in_lanes and has("madd", 2 * layout.lane_bits)
 
 
-def basemul_variants(layout: NttLayout) -> list[tuple[bool, int]]:
-    """The (karatsuba, interleave) choices `build_basemul` has for a layout,
-    in order of preference on a tie: four products (a Karatsuba build that
-    costs the same is one where it did not apply), two units of blocks
-    interleaved (where there are two). The pair form has none."""
+def basemul_variants(layout: NttLayout) -> list[tuple[bool, bool, int]]:
+    """The (karatsuba, summed_factors, interleave) choices `build_basemul`
+    has for a layout, in order of preference on a tie of cost and
+    multiplications: four products (a Karatsuba build the same in both is
+    one where it did not apply), the sum's factor w' multiplied (a register
+    fewer held), two units of blocks interleaved (where there are two). The
+    pair form has none."""
     if _pairs_basemul(layout):
-        return [(False, 1)]
-    return [(kara, il) for kara in ((False, True) if layout.d == 2 else (False,))
-            for il in ((2, 1) if len(block_units(layout)) > 1 else (1,))]
+        return [(False, False, 1)]
+    forms = [(False, False), (True, False), (True, True)] if layout.d == 2 else [(False, False)]
+    return [(kara, summed, il) for kara, summed in forms for il in ((2, 1) if len(block_units(layout)) > 1 else (1,))]
 
 
 def _interleaved(b: Builder, emitters) -> None:
@@ -267,17 +276,20 @@ def _karatsuba_bound(mul, x_abs: int) -> int:
     return (2 * x_abs * x_abs + 3 * (mul.r // 2) * mul.q) // mul.r + 1
 
 
-def _karatsuba_terms(b: Builder, mul, a: list[VReg], y: list[VReg], qv: VReg, x_abs: int,
-                     bits: int) -> dict[tuple[bool, int], list[tuple[VReg, int]]]:
+def _karatsuba_terms(b: Builder, mul, a: list[VReg], y: list[VReg], qv: VReg, qinv: VReg | None, x_abs: int,
+                     bits: int, summed_factors: bool) -> dict[tuple[bool, int], list[tuple[VReg, int]]]:
     """The terms of (a0 + a1 x)(b0 + b1 x) for blocks of degree 1, keyed like
     the schoolbook's (wraps, k): a0 b0, a1 b1 (wrapping) and the cross term
     (a0 + a1)(b0 + b1) - a0 b0 - a1 b1. Three products and three factors
     w' in place of four and two: two multiplications fewer, the same count
-    of instructions."""
+    of instructions; with `summed_factors` the third w' is the sum of the
+    others (three fewer, but both held until the third product)."""
     add, sub = by_width("add", bits), by_width("sub", bits)
-    p00 = mul.multiply(b, a[0], mul.variable(b, y[0]), qv)
-    p11 = mul.multiply(b, a[1], mul.variable(b, y[1]), qv)
-    pm = mul.multiply(b, b.op(add, a[0], a[1]), mul.variable(b, b.op(add, y[0], y[1])), qv)
+    f0, f1 = mul.variable(b, y[0], qinv), mul.variable(b, y[1], qinv)
+    p00 = mul.multiply(b, a[0], f0, qv)
+    p11 = mul.multiply(b, a[1], f1, qv)
+    fm = mul.variable_sum(b, f0, f1) if summed_factors else mul.variable(b, b.op(add, y[0], y[1]), qinv)
+    pm = mul.multiply(b, b.op(add, a[0], a[1]), fm, qv)
     group = b.new_group()
     cross = b.op(sub, b.op(sub, pm, p00, idiom=IdiomTag(group, KARATSUBA, "start", 1)), p11,
                  idiom=IdiomTag(group, KARATSUBA, "end", 1))

@@ -79,13 +79,27 @@ class Montgomery:
             rows.append(odd_down(rows[0]))
         return tuple(vector(r) for r in rows)
 
-    def variable(self, b: Builder, w: VReg) -> tuple[VReg, ...]:
+    def qinv_register(self, b: Builder) -> VReg | None:
+        """q^-1 loaded once for the `variable`s of a kernel (a register, so
+        that the factor can be the instruction's memory operand), where they
+        need it."""
+        return None if self.even_odd else b.op("load", broadcast_const(b, self.qinv, self.bits), comment="q^-1")
+
+    def variable(self, b: Builder, w: VReg, qinv: VReg | None = None) -> tuple[VReg, ...]:
         """A variable w as `multiply`'s factor: with w' = mullo(w, q^-1) where
-        products are lane-wise; alone for even/odd products, which take t
-        from the product x*w itself."""
+        products are lane-wise (`qinv` from `qinv_register`, else read from
+        the table); alone for even/odd products, which take t from the
+        product x*w itself."""
         if self.even_odd:
             return (w,)
-        return w, b.op(by_width("mullo", self.bits), w, broadcast_const(b, self.qinv, self.bits))
+        return w, b.op(by_width("mullo", self.bits), w, qinv or broadcast_const(b, self.qinv, self.bits))
+
+    def variable_sum(self, b: Builder, f0: tuple[VReg, ...], f1: tuple[VReg, ...]) -> tuple:
+        """The factor of w0 + w1 from the factors of w0 and w1: w' = mullo(w, q^-1)
+        is linear mod 2^bits, so (w0 + w1)' = w0' + w1', which `multiply` adds
+        (wrapping, inside the product) where `variable` would multiply."""
+        w = b.op(by_width("add", self.bits), f0[0], f1[0])
+        return (w,) if self.even_odd else (w, (f0[1], f1[1]))
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
         """x*c*R^-1 mod q for c given by `operands`, or x*w*R^-1 for a variable
@@ -99,7 +113,10 @@ class Montgomery:
 
         if not self.even_odd:
             w, wq = factor
-            t = op(by_width("mullo", self.bits), x, wq, role="start")
+            first = "start"
+            if isinstance(wq, tuple):  # w' as the parts `variable_sum` left
+                wq, first = op(by_width("add", self.bits), *wq, role="start"), "body"
+            t = op(by_width("mullo", self.bits), x, wq, role=first)
             hi = op(by_width("mulhi", self.bits), x, w)
             return op(by_width("sub", self.bits), hi, op(by_width("mulhi", self.bits), t, q), role="end")
         odd_down, widen, sub = by_width("duplicate_odd", self.bits), "vpmuldq", by_width("sub", self.bits)
