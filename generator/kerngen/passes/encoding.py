@@ -23,6 +23,7 @@ what any instruction computes:
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -65,7 +66,8 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
             continue
         dst, mem = ins.operands
         uses = reads.get(dst, [])
-        if not uses or len(uses) > _MAX_FOLDED_READS or any(i < k <= uses[-1] for k in stores):
+        if not uses or len(uses) > _MAX_FOLDED_READS or mem.size * 8 != dst.bits or \
+                bisect_right(stores, uses[-1]) > bisect_right(stores, i):  # a store before the last read
             continue
         placed = {j: _with_memory(body[j], dst, mem) if j not in taken else None for j in set(uses)}
         if any(ops is None for ops in placed.values()):
