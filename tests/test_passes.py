@@ -84,6 +84,19 @@ def test_a_dying_first_source_takes_the_result_without_a_copy():
     assert text[2] == "psubw xmm0,xmm1" and not any(t.startswith("movdqa") for t in text)
 
 
+def test_a_copy_that_gets_its_source_register_is_dropped():
+    """h copied to t and then dead: t takes h's register, and `mov r, r` is not written."""
+    from kerngen.passes.allocate import RegisterPools, allocate
+    b = Builder(128)
+    h, t = b.greg(), b.greg()
+    b.emit("mov", h, Mem(ArgBase(1), 0, 8))
+    b.emit("mov", t, h)
+    b.emit("shl", t, Imm(3))
+    b.emit("mov_store", Mem(ArgBase(0), 0, 8), t)
+    body = allocate(b.instrs, RegisterPools(gpr=(0, 1))).body
+    assert [ins.op for ins in body] == ["mov", "shl", "mov_store"]
+
+
 def test_a_live_first_source_is_copied_or_the_sources_swap():
     b = Builder(128)
     x, y = b.op("load", Mem(ArgBase(0), 0, 16)), b.op("load", Mem(ArgBase(1), 0, 16))

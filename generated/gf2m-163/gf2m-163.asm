@@ -1589,7 +1589,6 @@ kg_gf2m163_reduce_gpr_avx2:
     mov          r8, rax
     shl          r8, 7
     xor          rdx, r8
-    mov          rax, rax
     shr          rax, 57
     xor          r9, rax
     shld         rcx, r9, 29
@@ -1610,7 +1609,6 @@ kg_gf2m163_reduce_gpr_avx2:
     mov          r8, rcx
     shl          r8, 7
     xor          rax, r8
-    mov          rcx, rcx
     shr          rcx, 57
     xor          rdx, rcx
     shld         r9, rdx, 29

@@ -1915,7 +1915,6 @@ kg_gf2m233_reduce_gpr_avx2:
     mov          r9, rax
     shl          r9, 10
     xor          r8, r9
-    mov          rax, rax
     shr          rax, 54
     mov          r9, qword [rsi + 40]
     xor          r9, rax
@@ -1925,7 +1924,6 @@ kg_gf2m233_reduce_gpr_avx2:
     mov          r10, rcx
     shl          r10, 10
     xor          rdx, r10
-    mov          rcx, rcx
     shr          rcx, 54
     xor          r8, rcx
     shld         r9, r8, 23
@@ -1934,7 +1932,6 @@ kg_gf2m233_reduce_gpr_avx2:
     mov          r10, r9
     shl          r10, 10
     xor          rax, r10
-    mov          r9, r9
     shr          r9, 54
     xor          rdx, r9
     shld         r8, rdx, 23
@@ -1943,7 +1940,6 @@ kg_gf2m233_reduce_gpr_avx2:
     mov          r10, r8
     shl          r10, 10
     xor          rcx, r10
-    mov          r8, r8
     shr          r8, 54
     xor          rax, r8
     mov          qword [rdi + 16], rax

@@ -2201,7 +2201,6 @@ kg_gf2m283_reduce_gpr_avx2:
     mov          r8, rcx
     shl          r8, 12
     xor          rdx, r8
-    mov          rcx, rcx
     shr          rcx, 52
     xor          r9, rcx
     mov          rcx, qword [rsi + 56]
@@ -2223,7 +2222,6 @@ kg_gf2m283_reduce_gpr_avx2:
     mov          r10, rax
     shl          r10, 12
     xor          r8, r10
-    mov          rax, rax
     shr          rax, 52
     xor          rdx, rax
     mov          rax, qword [rsi + 48]
@@ -2245,7 +2243,6 @@ kg_gf2m283_reduce_gpr_avx2:
     mov          r11, rcx
     shl          r11, 12
     xor          r10, r11
-    mov          rcx, rcx
     shr          rcx, 52
     xor          r8, rcx
     mov          qword [rdi + 24], r8
@@ -2267,7 +2264,6 @@ kg_gf2m283_reduce_gpr_avx2:
     mov          r8, rax
     shl          r8, 12
     xor          rcx, r8
-    mov          rax, rax
     shr          rax, 52
     xor          r10, rax
     mov          qword [rdi + 16], r10

@@ -4529,7 +4529,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r9, rcx
     shl          r9, 23
     xor          r8, r9
-    mov          rcx, rcx
     shr          rcx, 41
     mov          r9, qword [rsi + 64]
     xor          r9, rcx
@@ -4540,7 +4539,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r11, rax
     shl          r11, 23
     xor          rdx, r11
-    mov          rax, rax
     shr          rax, 41
     xor          r8, rax
     mov          rax, qword [rsi + 80]
@@ -4550,7 +4548,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          rbx, rcx
     shl          rbx, 23
     xor          r10, rbx
-    mov          rcx, rcx
     shr          rcx, 41
     xor          rdx, rcx
     mov          rcx, qword [rsi + 72]
@@ -4560,7 +4557,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r12, rax
     shl          r12, 23
     xor          r11, r12
-    mov          rax, rax
     shr          rax, 41
     xor          r10, rax
     mov          qword [rdi + 40], r10
@@ -4570,7 +4566,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r10, rcx
     shl          r10, 23
     xor          rbx, r10
-    mov          rcx, rcx
     shr          rcx, 41
     xor          r11, rcx
     mov          qword [rdi + 32], r11
@@ -4580,7 +4575,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r10, r9
     shl          r10, 23
     xor          rax, r10
-    mov          r9, r9
     shr          r9, 41
     xor          rbx, r9
     mov          qword [rdi + 24], rbx
@@ -4590,7 +4584,6 @@ kg_gf2m409_reduce_gpr_avx2:
     mov          r10, r8
     shl          r10, 23
     xor          rcx, r10
-    mov          r8, r8
     shr          r8, 41
     xor          rax, r8
     mov          qword [rdi + 16], rax

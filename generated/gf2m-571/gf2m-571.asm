@@ -6456,7 +6456,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r8, rax
     shl          r8, 10
     xor          rdx, r8
-    mov          rax, rax
     shr          rax, 54
     xor          r9, rax
     mov          rax, qword [rsi + 120]
@@ -6478,7 +6477,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r10, rcx
     shl          r10, 10
     xor          r8, r10
-    mov          rcx, rcx
     shr          rcx, 54
     xor          rdx, rcx
     mov          rcx, qword [rsi + 112]
@@ -6500,7 +6498,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r11, rax
     shl          r11, 10
     xor          r10, r11
-    mov          rax, rax
     shr          rax, 54
     xor          r8, rax
     mov          qword [rdi + 56], r8
@@ -6523,7 +6520,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r11, rcx
     shl          r11, 10
     xor          r8, r11
-    mov          rcx, rcx
     shr          rcx, 54
     xor          r10, rcx
     mov          qword [rdi + 48], r10
@@ -6546,7 +6542,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r11, rax
     shl          r11, 10
     xor          r10, r11
-    mov          rax, rax
     shr          rax, 54
     xor          r8, rax
     mov          qword [rdi + 40], r8
@@ -6569,7 +6564,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r11, rcx
     shl          r11, 10
     xor          r8, r11
-    mov          rcx, rcx
     shr          rcx, 54
     xor          r10, rcx
     mov          qword [rdi + 32], r10
@@ -6592,7 +6586,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r11, rax
     shl          r11, 10
     xor          r10, r11
-    mov          rax, rax
     shr          rax, 54
     xor          r8, rax
     mov          qword [rdi + 24], r8
@@ -6614,7 +6607,6 @@ kg_gf2m571_reduce_gpr_avx2:
     mov          r8, rcx
     shl          r8, 10
     xor          rax, r8
-    mov          rcx, rcx
     shr          rcx, 54
     xor          r10, rcx
     mov          qword [rdi + 16], r10

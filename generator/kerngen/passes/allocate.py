@@ -173,7 +173,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             new_ops[idx] = phys(v)
             if s.cls == "load" and isinstance(ins.operands[1], Mem) and isinstance(ins.operands[1].base, TableBase):
                 home[v] = (ins.op, ins.operands[1])
-        out.append(Instr(ins.op, tuple(new_ops), ins.comment, ins.idiom))
+        if not (ins.op == "mov" and new_ops[0] == new_ops[1]):  # a copy into its own register: nothing to do
+            out.append(Instr(ins.op, tuple(new_ops), ins.comment, ins.idiom))
         free_slots.extend(dying_slots)
         # a value written but never read is dead at once
         for v in ins.written:
