@@ -27,7 +27,6 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
-
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
 from ..ir.ops import spec
 from ..target.abi import Abi
@@ -62,7 +61,7 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
     taken: dict[int, tuple] = {}  # instruction -> its operands with a load folded in, the register it replaced
     dropped: set[int] = set()
     for i, ins in enumerate(body):
-        if spec(ins.op).cls != "load" or ins.op != "load" or not isinstance(ins.operands[1].base, ArgBase):
+        if ins.op != "load" or not isinstance(ins.operands[1].base, ArgBase):
             continue
         dst, mem = ins.operands
         uses = reads.get(dst, [])
