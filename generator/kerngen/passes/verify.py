@@ -549,9 +549,9 @@ class _Group:
             bad("subtracts something other than checked Montgomery products")
 
         def sum_of(leaf: tuple, a: tuple, c: tuple) -> bool:
-            d = mc.defs.get(leaf[1].vid)
-            return (d is not None and d.generic == "add" and d.elem in (None, bits) and d.imm is None
-                    and leaf[2] == a[2] == c[2] and {v.vid for v in d.sources} == {a[1].vid, c[1].vid})
+            parts = _sum_parts(mc, leaf)
+            return parts is not None and leaf[2] == a[2] == c[2] and \
+                {p[1].vid for p in parts} == {a[1].vid, c[1].vid}
 
         half = 1 << (bits - 1)
         lanes, deps = list(result.lanes), list(result.deps)
@@ -748,7 +748,7 @@ def _times_qinv(mc: _Machine, wq: tuple, w: tuple, qinv: int) -> bool:
             mates = [v for v in made.sources if v.vid != w[1].vid]
             return len(mates) == 1 and mates[0].constant is not None and \
                 (mates[0].constant[w[2]] - qinv) % (1 << mc.bits) == 0
-        parts = _sum_parts(mc, wq) if made is not None else None
+        parts = _sum_parts(mc, wq)
     else:
         parts = wq[1:] if wq[0] == "add" else None
     w_parts = _sum_parts(mc, w)
