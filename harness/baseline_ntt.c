@@ -1,4 +1,4 @@
-/* kerngen harness: plain C baseline for the NTT kernels, on 16- or 32-bit lanes.
+/* kerngen harness: plain C baseline for the NTT kernels, on 16-, 32- or 64-bit lanes.
  *
  * The yardstick that `kerngen bench` sets the emitted kernels against: the
  * straightforward portable code a user would otherwise write (loops, signed
@@ -13,6 +13,7 @@
  * parameter set by kerngen.families.ntt.baseline.header():
  *   kg_lane, kg_ulane  the lane's signed and unsigned W-bit types (W = KG_LANE_BITS)
  *   kg_wide            the signed 2W-bit type of products and sums of products
+ *                      (__int128 for W = 64, a GCC and Clang extension on x86-64)
  *   KG_LANE_MAX        the largest kg_lane; KG_Q_BITS: q < 2^KG_Q_BITS
  *   KG_N, KG_Q, KG_LAYERS (L), KG_D (= N >> L, block degree 1, 2, 4 or 8)
  *   KG_QINV           q^-1 mod 2^W as kg_lane
@@ -26,7 +27,8 @@
  *   kg_zetas_block[2^L]   R * zeta^(2 brv_L(j) + 1) mod q: block j of the
  *                         forward output is a mod (x^d - zeta^(2 brv_L(j) + 1))
  *
- * Contracts (q odd, q < 2^(W-2): 2^14 for W = 16, 2^30 for W = 32):
+ * Contracts (q odd, q < 2^(W-2): 2^14 for W = 16, 2^30 for W = 32, 2^62 for
+ * W = 64):
  *   forward: |a[i]| < q in; any kg_lane out (Barrett passes are inserted
  *            between layers wherever the growth of q per layer would leave
  *            the lane).
@@ -38,7 +40,12 @@
  *            a * b mod q.
  * Why q < 2^(W-2): sums and differences of two values below 2^(W-2) or q
  * stay in the lane, and a basemul sum of up to 8 products of centred values
- * stays below 2^(W-1) q, where montgomery_reduce returns |r| <= q.
+ * (at most 8 ((q + 1) / 2)^2 = 2 (q + 1)^2; q = 1 mod 4 as the NTT needs,
+ * so q <= 2^(W-2) - 3) stays below 2^(W-1) q, where montgomery_reduce
+ * returns |r| <= q. For W = 64 that is below 2^125: inside __int128.
+ * C computes lane sums in int, which is wider than the lane only for W = 16:
+ * on 32- and 64-bit lanes an overflow would be undefined, so there these
+ * bounds keep the arithmetic defined, not just correct.
  * Signed right shifts are arithmetic and conversions to a narrower signed
  * type wrap, as in GCC and Clang.
  */
@@ -52,7 +59,11 @@
 #if KG_D != 1 && KG_D != 2 && KG_D != 4 && KG_D != 8
 #error "kg_params.h: KG_D must be 1, 2, 4 or 8"
 #endif
-#if KG_Q >= (1L << KG_Q_BITS) || KG_Q % 2 == 0
+#if KG_Q_BITS > KG_LANE_BITS - 2
+#error "kg_params.h: the contracts below need q < 2^(W-2)"
+#endif
+/* #if arithmetic is in intmax_t (64 bits), which holds 1 << 62 */
+#if KG_Q >= (1LL << KG_Q_BITS) || KG_Q % 2 == 0
 #error "kg_params.h: the baseline needs an odd q below 2^KG_Q_BITS"
 #endif
 
@@ -68,7 +79,10 @@ void kg_baseline_basemul(kg_lane r[KG_N], const kg_lane a[KG_N], const kg_lane b
 
 /* a * R^-1 mod q: t = a q^-1 mod R is a kg_lane, so (a - t q) / R has
  * |r| <= (|a| + 2^(W-1) q) / R: below q for |a| < 2^(W-1) q. The low product
- * is taken unsigned (no signed overflow) and wrapped back to the lane. */
+ * is taken unsigned (no signed overflow) and wrapped back to the lane: in
+ * uint64_t, so that 16-bit lanes are not promoted to a signed int product,
+ * and 64-bit lanes need no 128-bit product for the low half. a - t q is exact
+ * in kg_wide (|t q| < 2^(2W-3)) and divisible by R, so the shift is exact. */
 static inline kg_lane montgomery_reduce(kg_wide a)
 {
     kg_lane t = (kg_lane)(kg_ulane)((kg_ulane)a * (uint64_t)(kg_ulane)KG_QINV);

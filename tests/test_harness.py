@@ -6,6 +6,7 @@ baseline computes a real NTT round trip (checked against SymPy)."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -212,14 +213,19 @@ def test_kyber_constants_match_the_reference_derivation() -> None:
 
 
 def _negacyclic_sympy(a: list[int], b: list[int], q: int) -> list[int]:
+    """a * b mod (x^n + 1, q). The product is taken over the integers and
+    x^n = -1 folds its upper half back: SymPy's multiplication and division
+    over GF(q) take seconds for n = 1024 and over a minute for n = 4096."""
     x = symbols("x")
     n = len(a)
-    pa = Poly(list(reversed(a)), x, modulus=q)
-    pb = Poly(list(reversed(b)), x, modulus=q)
-    prod = (pa * pb).rem(Poly(x**n + 1, x, modulus=q))
-    coeffs = [int(c) % q for c in reversed(prod.all_coeffs())]
-    return coeffs + [0] * (n - len(coeffs))
+    prod = Poly(list(reversed(a)), x) * Poly(list(reversed(b)), x)
+    coeffs = [int(c) for c in reversed(prod.all_coeffs())]
+    coeffs += [0] * (2 * n - len(coeffs))
+    return [(coeffs[i] - coeffs[n + i]) % q for i in range(n)]
 
+
+Q62 = 4611686018326724609  # prime, 2^62 - 100663295; q - 1 = 2^25 * 47189 * 2912521
+Q50 = 1125899906826241  # prime, 2^50 - 16383; q - 1 = 2^14 * 3^3 * 5 * 7 * 13 * 19 * 37 * 73 * 109
 
 BASELINE_CASES = [
     # (n, q, layers, width): the block degree d = n >> layers is 1, 2, 4 or 8
@@ -233,6 +239,16 @@ BASELINE_CASES = [
     # the largest prime below 2^30 with a 64th root of unity: the 32-bit
     # file's limit, Barrett passes in the forward and the fullest basemul sums
     pytest.param(256, 1073741441, 5, 32, id="q-max-d8-w32"),
+    # 64-bit lanes (__int128 products): 2^25 | Q62 - 1, so n = 1024 takes the
+    # full log2 n = 10 layers (d = 1); fewer layers give the wider blocks, d = 8
+    # the fullest basemul sums near the file's limit 2^62
+    pytest.param(1024, Q62, 10, 64, id="q62-d1-w64"),
+    pytest.param(1024, Q62, 9, 64, id="q62-d2-w64"),
+    pytest.param(1024, Q62, 8, 64, id="q62-d4-w64"),
+    pytest.param(1024, Q62, 7, 64, id="q62-d8-w64"),
+    # 2^14 | Q50 - 1: n = 4096 takes all 12 layers
+    pytest.param(4096, Q50, 12, 64, id="q50-n4096-d1-w64"),
+    pytest.param(4096, Q50, 10, 64, id="q50-n4096-d4-w64"),
 ]
 
 
@@ -250,8 +266,25 @@ def test_baseline_limits_follow_the_width() -> None:
         baseline.constants_sympy(256, 8380417, 8)
     with pytest.raises(ValueError, match="odd and below 2\\^30"):
         baseline.constants_sympy(256, 2147483137, 8, width=32)  # prime, 2^9 | q - 1, q > 2^30
-    with pytest.raises(ValueError, match="16 and 32-bit lanes, not 64"):
-        baseline.constants_sympy(256, 3329, 7, width=64)
+    with pytest.raises(ValueError, match="odd and below 2\\^62"):
+        baseline.constants_sympy(256, 4611686018427412993, 8, width=64)  # prime, 2^9 | q - 1, q > 2^62
+    with pytest.raises(ValueError, match="16, 32 and 64-bit lanes, not 128"):
+        baseline.constants_sympy(256, 3329, 7, width=128)
+
+
+def test_baseline_64_bit_constants_fit_their_c_types() -> None:
+    """On 64-bit lanes KG_QINV and KG_BARRETT_V are plain int64 literals and
+    v * a for any lane value a, plus the rounding term, stays in __int128."""
+    p = baseline.constants_sympy(1024, Q62, 10, width=64)
+    header = baseline.header(p)
+    assert "typedef int64_t kg_lane;" in header and "typedef __int128 kg_wide;" in header
+    assert "static const int64_t kg_zetas[1024]" in header
+    defines = dict(re.findall(r"^#define (KG_\w+) \(?(-?\d+)\)?", header, re.M))
+    qinv, v, shift = (int(defines[k]) for k in ("KG_QINV", "KG_BARRETT_V", "KG_BARRETT_SHIFT"))
+    assert qinv * Q62 % (1 << 64) == 1 and -(1 << 63) <= qinv < 1 << 63
+    assert 0 < v < 1 << 63 and shift == 62 + Q62.bit_length()
+    assert v * (1 << 63) + (1 << (shift - 1)) < 1 << 127
+    assert int(defines["KG_LANE_MAX"]) == (1 << 63) - 1
 
 
 def _baseline_caller(workdir: Path, n: int, q: int, layers: int,
@@ -269,9 +302,22 @@ def _baseline_caller(workdir: Path, n: int, q: int, layers: int,
             args = (Arg("out", size, n, 32),) + tuple(Arg("in", size, n, 32, d) for d in inputs)
         [res] = harness.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
         assert res.ok, (res.status, res.reason)
-        return res.outputs[0]
+        # the runner prints 8-byte elements unsigned
+        return [v - (1 << width) if v >= 1 << (width - 1) else v for v in res.outputs[0]]
 
     return call
+
+
+def _check_round_trip(call: Callable[[str, list[tuple[int, ...]], str], list[int]], a: list[int], b: list[int],
+                      q: int) -> None:
+    """inverse(basemul(forward(a), forward(b))) is a * b mod (x^n + 1, q), by SymPy."""
+    fa = call("kg_baseline_ntt_forward", [tuple(a)], "fa")
+    fb = call("kg_baseline_ntt_forward", [tuple(b)], "fb")
+    prod = call("kg_baseline_basemul", [tuple(fa), tuple(fb)], "mul")
+    assert all(abs(v) <= (q + 1) // 2 for v in prod)
+    back = call("kg_baseline_ntt_inverse", [tuple(prod)], "inv")
+    assert all(abs(v) < q for v in back)
+    assert [v % q for v in back] == _negacyclic_sympy(a, b, q)
 
 
 @pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
@@ -281,14 +327,53 @@ def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers
     a = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
     b = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
     a[0], b[-1] = q - 1, -(q - 1)
+    _check_round_trip(call, a, b, q)
 
-    fa = call("kg_baseline_ntt_forward", [tuple(a)], "fa")
-    fb = call("kg_baseline_ntt_forward", [tuple(b)], "fb")
-    prod = call("kg_baseline_basemul", [tuple(fa), tuple(fb)], "mul")
-    assert all(abs(v) <= (q + 1) // 2 for v in prod)
-    back = call("kg_baseline_ntt_inverse", [tuple(prod)], "inv")
-    assert all(abs(v) < q for v in back)
-    assert [v % q for v in back] == _negacyclic_sympy(a, b, q)
+
+@pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
+@pytest.mark.parametrize("pattern", ["all-max", "all-min", "alternating", "max-times-alternating"])
+def test_baseline_round_trip_on_extreme_inputs(workdir: Path, n: int, q: int, layers: int, width: int,
+                                               pattern: str) -> None:
+    """Every coefficient at the forward's input limit, +-(q - 1), with constant
+    and with alternating signs."""
+    call = _baseline_caller(workdir, n, q, layers, width)
+    top = q - 1
+    alternating = [top if i % 2 == 0 else -top for i in range(n)]
+    a, b = {
+        "all-max": ([top] * n, [top] * n),
+        "all-min": ([-top] * n, [top] * n),
+        "alternating": (alternating, [-v for v in alternating]),
+        "max-times-alternating": ([top] * n, alternating),
+    }[pattern]
+    _check_round_trip(call, a, b, q)
+
+
+def _fqmul(a: int, b: int, q: int, width: int) -> int:
+    """The C file's Montgomery product a b R^-1 with the signed t = a b q^-1 mod R."""
+    big_r = 1 << width
+    t = a * b * pow(q, -1, big_r) % big_r
+    t -= big_r if t >= big_r // 2 else 0
+    return (a * b - t * q) >> width
+
+
+@pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
+def test_baseline_forward_takes_its_largest_second_layer(workdir: Path, n: int, q: int, layers: int,
+                                                         width: int) -> None:
+    """Inputs below q chosen so that the first two layers add near-extreme
+    Montgomery products of one sign: over 2 q after layer 2, beyond 2^(W-1)
+    for q near 2^(W-2), which the Barrett pass before that layer must catch
+    (the constant and alternating patterns above do not reach it)."""
+    call = _baseline_caller(workdir, n, q, layers, width)
+    z1, z2 = baseline.constants_sympy(n, q, layers, width).zetas[1:3]
+    rng = random.Random(q * width + layers)
+    samples = [rng.randint(-(q - 1), q - 1) for _ in range(4000)]
+    y = max(samples, key=lambda v: _fqmul(z1, v, q, width))
+    u, v = max(((rng.choice(samples), rng.choice(samples)) for _ in range(4000)),
+               key=lambda uv: _fqmul(z2, uv[0] + _fqmul(z1, uv[1], q, width), q, width))
+    # layer 1 pairs j with j + n/2, layer 2 j with j + n/4 (j < n/4)
+    quarter = n // 4
+    a = [q - 1] * quarter + [u] * quarter + [y] * quarter + [v] * quarter
+    _check_round_trip(call, a, a[::-1], q)
 
 
 @pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
@@ -318,9 +403,9 @@ def test_baseline_basemul_takes_any_lane_value(workdir: Path, n: int, q: int, la
 def test_baseline_inverse_takes_its_whole_input_range(workdir: Path, n: int, q: int, layers: int,
                                                       width: int) -> None:
     """forward(inverse(y)) = R y mod q for y up to the inverse's input limit:
-    |y| <= q on 16-bit lanes, |y| < 2^30 on 32-bit lanes."""
+    |y| <= q on 16-bit lanes, |y| < 2^(W-2) on 32- and 64-bit lanes."""
     call = _baseline_caller(workdir, n, q, layers, width)
-    top = q if width == 16 else (1 << 30) - 1
+    top = q if width == 16 else (1 << (width - 2)) - 1
     rng = random.Random(q - width)
     y = [rng.choice((-top, top, rng.randint(-top, top))) for _ in range(n)]
     back = call("kg_baseline_ntt_inverse", [tuple(y)], "inv-range")

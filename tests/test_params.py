@@ -17,7 +17,11 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"q": 7}, "q", "divisible"),          # q-1 = 6: one layer only, blocks far too large
     ({"colour": 3}, "colour", "unknown key"),
     ({"n": "256"}, "n", "must be"),
-    ({"width": 64}, "width", "one of 16, 32"),
+    ({"width": 128}, "width", "one of 16, 32, 64"),
+    ({"width": 64}, "q", "at least 2^32"),
+    ({"width": 64, "q": 4611686018427388039}, "q", "below 2^62"),  # the first prime above 2^62
+    ({"width": 64, "q": 4611686018326724609, "mul": "montgomery"}, "mul", "needs 16 or 32-bit lanes"),
+    ({"width": 64, "q": 4611686018326724609, "n": 4096, "layers": 13}, "layers", "between 9 and 12"),
     ({"width": "32"}, "width", "integer"),
     ({"width": 32, "q": 2147483777}, "q", "below 2^31"),  # prime, 2^7 | q - 1
     ({"width": 32, "q": 65537}, "q", "at least 2^20"),

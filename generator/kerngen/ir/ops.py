@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 # Operand slot kinds: "v" vector register, "vm" vector register or memory,
 # "m" memory only, "i" immediate, "g" general register, "gm" general or memory.
@@ -116,6 +117,23 @@ XOR = Arith(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
 # unsigned minimum: with x - c wrapping below zero, min(x, x - c) is x - c exactly where x >= c
 MINU = Arith(lambda a, b, w: min_unsigned(a, b, w), lambda z3, a, b, w: z3.If(z3.ULE(a, b), a, b))
 CMPGT = Arith(lambda a, b, w: (a > b) * -1, lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
+# the product of the low 32-bit halves of two elements, exact in 64 bits (vpmuludq on 64-bit lanes)
+_LOW32 = (1 << 32) - 1
+MUL32 = Arith(lambda a, b, w: (a & _LOW32) * (b & _LOW32),
+              lambda z3, a, b, w: z3.ZeroExt(w - 32, z3.Extract(31, 0, a)) * z3.ZeroExt(w - 32, z3.Extract(31, 0, b)))
+
+
+def _select_negative(a, b, w):
+    s = wrap(a, w)
+    if hasattr(s, "shape"):
+        import numpy as np
+
+        return np.where(s < 0, b, a)
+    return b if s < 0 else a
+
+
+# b where a is negative (its sign bit set), else a: with a = x - c, x where x < c (a blend selected by a's signs)
+SELECT_NEGATIVE = Arith(_select_negative, lambda z3, a, b, w: z3.If(a < 0, b, a))
 
 
 Route = tuple[tuple[int, int] | None, ...]
@@ -270,12 +288,13 @@ class Op:
     # mullo, its high half their `widen` ("mulhi" signed, "mulhu" unsigned), in lanes of elem/2 bits
     widen: str | None = None
     halves: bool = False  # the 256-bit form works on each 128-bit half alone (so it splits into two xmm forms)
+    selector_first: bool = False  # the first source is also the selector operand, printed again last (vblendvpd)
 
-    @property
+    @cached_property  # asked of every instruction by every pass
     def written(self) -> tuple[int, ...]:
         return tuple(i for i, s in enumerate(self.slots) if "w" in s.access)
 
-    @property
+    @cached_property
     def read(self) -> tuple[int, ...]:
         return tuple(i for i, s in enumerate(self.slots) if "r" in s.access)
 
@@ -330,13 +349,14 @@ _CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcast
 
 
 def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
-         commutative=False, widen=None):
+         commutative=False, widen=None, selector_first=False):
     s = _sig(sig)
     if tied is None:  # a legacy three-operand form keeps its destination as first source
         tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
     halves = vex is not None and name not in _CROSSING and any(slot.kind in ("v", "vm") for slot in s) and \
         all(slot.kind != "g" and slot.kind != "gm" for slot in s)
-    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, widen, halves))
+    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, widen, halves,
+                    selector_first))
 
 
 # moves between registers and memory (sizes: the memory operand's)
@@ -382,7 +402,7 @@ _row("vpmulld", _VEX3, "mul", "vpmulld", "pmulld", _needs("SSE4.1", "AVX"), elem
 _row("vpmuldq", _VEX3, "mul", "vpmuldq", "pmuldq", _needs("SSE4.1", "AVX"), elem=64, commutative=True,
      widen="mulhi")
 _row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), elem=64, commutative=True,
-     widen="mulhu")
+     widen="mulhu", generic="mul32", arith=MUL32)  # on 64-bit lanes: element-wise
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
 _row("vpmaddwd", _VEX3, "mul", "vpmaddwd", "pmaddwd", _needs("SSE2", "AVX"), elem=32, generic="madd")
@@ -396,6 +416,9 @@ _row("vpor", _VEX3, "alu", "vpor", "por", _needs("SSE2", "AVX"), generic="or", a
 _row("vpxor", _VEX3, "alu", "vpxor", "pxor", _needs("SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
 _row("vpcmpgtq", _VEX3, "alu", "vpcmpgtq", "pcmpgtq", _needs("SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
+# the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
+_row("vblendvpd", _VEX3, "alu", "vblendvpd", None, _needs(None, "AVX", avx256="AVX"), elem=64,
+     generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):

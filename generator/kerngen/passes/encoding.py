@@ -142,7 +142,8 @@ def promote_constants(body: list[Instr], vector_registers: int, abi: Abi) -> lis
     allocation left unused (caller-saved ones first), at the kernel's start,
     and read them from there; one constant per register, so groups that were
     alike stay alike (`passes.roll`)."""
-    free = [r for r in range(vector_registers) if r not in registers_in(body, "vec")]
+    used = registers_in(body, "vec")
+    free = [r for r in range(vector_registers) if r not in used]
     free.sort(key=lambda r: r in abi.callee_saved_vectors)
     reads: dict[_Constant, int] = defaultdict(int)
     for ins in body:
@@ -181,7 +182,8 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
     lies outside the register's reach, the run of accesses to the same table
     that would fit one disp8 window from there is counted, and the register
     is re-pointed at the window when that saves more bytes than the `lea` costs."""
-    free = [r for r in scratch if r not in registers_in(body, "gpr")]
+    used = registers_in(body, "gpr")
+    free = [r for r in scratch if r not in used]
     if not free:
         return body
     reg = min(free)

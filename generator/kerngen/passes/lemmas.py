@@ -221,35 +221,43 @@ def _quotient_lemma(idiom: ScalarIdiom) -> QuotientLemma | None:
 
 @dataclass(frozen=True, eq=False)
 class ConditionalSubtractionLemma(_OfIdiom, Lemma):
-    """y = x - c where x >= c, else x, on unsigned lanes, for every x (proven),
-    c a multiple of q: the exact range over [lo, hi] follows from that form."""
+    """y = x - c where c <= x < limit, else x, on unsigned lanes, for every x
+    (proven), c a multiple of q: the exact range over [lo, hi] follows from
+    that form. `limit` is the lane's end where an unsigned minimum keeps x
+    (min(x, x - c)), and c + 2^(W-1) where x is kept by the sign of x - c."""
 
     idiom: ScalarIdiom
     c: int
+    limit: int
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
         lo, hi = max(lo, 0), min(hi, self.idiom.lane[1])
-        if hi < self.c:
-            return lo, hi
-        if lo >= self.c:
-            return lo - self.c, hi - self.c
-        return 0, max(self.c - 1, hi - self.c)
+        pieces = [(a, b) for a, b in ((lo, min(hi, self.c - 1)), (max(lo, self.limit), hi)) if a <= b]
+        a, b = max(lo, self.c), min(hi, self.limit - 1)
+        if a <= b:
+            pieces.append((a - self.c, b - self.c))
+        return min(a for a, _ in pieces), max(b for _, b in pieces)
 
 
 def _conditional_subtraction(idiom: ScalarIdiom, z3, x, y) -> ConditionalSubtractionLemma | None:
-    """The idiom as minu(x, x - c) with c a multiple of q, when that is its
-    shape and the solver proves it equal to its closed form for every x."""
+    """The idiom as a conditional subtraction of c, a multiple of q, when it
+    starts with x - c and the solver proves it equal to the closed form for
+    every x: up to the lane's end (an unsigned minimum), or up to c + 2^(W-1)
+    (x kept where x - c reads negative)."""
     steps = idiom.steps
-    if idiom.signed or len(steps) != 2 or steps[0][0] != "sub" or steps[0][2] != "x" or \
-            not isinstance(steps[0][3], int) or steps[1][0] != "minu" or set(steps[1][2:]) != {"x", steps[0][1]}:
+    if idiom.signed or steps[0][0] != "sub" or steps[0][2] != "x" or not isinstance(steps[0][3], int):
         return None
     c = steps[0][3]
     if c <= 0 or c % idiom.q:
         return None
-    solver = z3.Solver()
-    solver.set("timeout", SMT_TIMEOUT_MS)
-    solver.add(y != z3.If(z3.UGE(x, c), x - c, x))
-    return ConditionalSubtractionLemma(idiom, c) if solver.check() == z3.unsat else None
+    for limit in (1 << idiom.bits, c + (1 << (idiom.bits - 1))):
+        solver = z3.Solver()
+        solver.set("timeout", SMT_TIMEOUT_MS)
+        inside = z3.UGE(x, c) if limit >> idiom.bits else z3.And(z3.UGE(x, c), z3.ULT(x, limit))
+        solver.add(y != z3.If(inside, x - c, x))
+        if solver.check() == z3.unsat:
+            return ConditionalSubtractionLemma(idiom, c, limit)
+    return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,19 +390,27 @@ class MontgomeryLemma:
     per q for all input pairs (too many to run): (1) in the ring of integers
     mod 2^bits, where t*q = a*b*(q^-1*q), from q^-1*q = 1 mod 2^bits; (2) by
     the extremes of both high halves over the whole lane. The range of r is
-    not part of the lemma: the verifier derives it."""
+    not part of the lemma: the verifier derives it.
+    On unsigned lanes (`signed` False) the product is r = (H1 + q) - H2:
+    H2 <= q - 1 for every t, so the subtraction cannot wrap, and the verifier
+    bounds the sum H1 + q from a's and b's ranges; (1) is the lemma."""
 
     q: int
     qinv: int
     bits: int
+    signed: bool = True
 
 
 @lru_cache(maxsize=None)
-def prove_montgomery(q: int, bits: int, qinv: int | None = None) -> MontgomeryLemma:
+def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = True) -> MontgomeryLemma:
     """`qinv` defaults to q^-1 mod 2^bits; passing another value lets tests watch a false lemma fail."""
-    qinv = wrap(pow(q, -1, 1 << bits), bits) if qinv is None else qinv
+    if qinv is None:
+        qinv = pow(q, -1, 1 << bits)
+        qinv = wrap(qinv, bits) if signed else qinv
     if qinv * q % (1 << bits) != 1:  # then a = b = 1 gives t*q = q^-1*q, not a*b = 1, in the low half
         raise LemmaError(f"Montgomery product mod {q}: low halves differ for a = 1, b = 1")
+    if not signed:
+        return MontgomeryLemma(q, qinv, bits, signed)
     half = 1 << (bits - 1)
     products = (-half * (half - 1), half * half)  # a*b over signed lanes, least and greatest
     high = [p >> bits for p in products]

@@ -78,7 +78,10 @@ def find_runs(body: list[Instr]) -> list[Run]:
     shapes = np.array([ids.setdefault(_shape(ins), len(ids)) for ins in body])
     candidates = []
     for length in range(1, len(body) // 2 + 1):
-        same = np.concatenate(([0], (shapes[:-length] == shapes[length:]).astype(np.int8), [0]))
+        matches = shapes[:-length] == shapes[length:]
+        if np.count_nonzero(matches) < max(length, _MIN_SAVED):  # no stretch long enough: the common case
+            continue
+        same = np.concatenate(([0], matches.astype(np.int8), [0]))
         edges = np.flatnonzero(np.diff(same)).reshape(-1, 2)
         for a, e in edges[edges[:, 1] - edges[:, 0] >= length]:
             if (e - a) // length * length >= _MIN_SAVED:
@@ -114,7 +117,8 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
     homes = {abi.arg_home(i) for i in range(nargs)}
     writes_home = any(isinstance(op, PhysReg) and op.kind == "gpr" and op.number in homes
                       for ins in body for op in ins.written)
-    free = [r for r in abi.scratch_gprs(nargs) if r not in registers_in(body, "gpr")]  # ascending: REX-free first
+    used = registers_in(body, "gpr")
+    free = [r for r in abi.scratch_gprs(nargs) if r not in used]  # ascending: REX-free first
     out: list[Instr] = []
     at = 0
     for loop, run in enumerate(find_runs(body), 1):

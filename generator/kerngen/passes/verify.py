@@ -38,6 +38,7 @@ from ..ir.lanes import SPLIT, move_lanes
 from ..ir.ops import Arith, generic_name, lane_range, lane_value, spec, wrap
 from ..ir.stream import executed
 from ..target.printer import instr_text
+from . import wide
 from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery, prove_shoup
 
 Interval = tuple[int, int]
@@ -473,18 +474,33 @@ class _Group:
             mc.fail(index, ins, f"ends a Montgomery product that {why}")
 
         q, bits = mc.v.modulus, mc.bits
-        if not mc.signed:
-            bad(f"runs on {mc.lane_type} lanes (it is signed)")
+        pieces = bits == wide.BITS  # products from 32-bit pieces, on unsigned lanes: (hi(x*w) + q) - hi(t*q)
+        if mc.signed == pieces:
+            bad(f"runs on {mc.lane_type} lanes (it is {'unsigned' if pieces else 'signed'})")
+        high_op = "mulhu" if pieces else "mulhi"
         qinv = pow(q, -1, 1 << bits)
         inside = self.made_inside()
         active = ins.operands[0].bits // bits  # the lanes the product computes
         half = 1 << (bits - 1)
-        u_lo, u_hi = (-half * q) >> bits, ((half - 1) * q) >> bits  # hi(t*q) for any t
+        # hi(t*q) for any t; on unsigned lanes, q is added to hi(x*w) first
+        (u_lo, u_hi), lift = ((0, q - 1), q) if pieces else (((-half * q) >> bits, ((half - 1) * q) >> bits), 0)
+        if pieces:
+            try:
+                wide.prove_templates()
+            except wide.WideProductError as e:
+                raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         leaves = []
         for lane in range(active):
             term = _lane_term(mc, result, lane, inside, bad)
-            if term[0] != "sub" or term[1][0] != "mulhi" or term[2][0] != "mulhi":
+            if pieces:
+                term = wide.recognise(term, _lane_constant)
+                lifted = term[1] if term[0] == "sub" else ("leaf",)
+                summands = [t for t in lifted[1:] if t[0] == "leaf" and _leaf_constant(t) == q]
+                if lifted[0] != "add" or len(summands) != 1:
+                    bad(f"computes lane {lane} as {_show(term)}, not (hi(x*w) + q) - hi(lo(x*w')*q)")
+                term = ("sub", lifted[2] if lifted[1] is summands[0] else lifted[1], term[2])
+            if term[0] != "sub" or term[1][0] != high_op or term[2][0] != high_op:
                 bad(f"computes lane {lane} as {_show(term)}, not hi(x*w) - hi(lo(x*w')*q)")
             (_, a, b), (_, c, d) = term[1], term[2]
             low, qv = (c, d) if c[0] == "mullo" else (d, c)
@@ -517,13 +533,13 @@ class _Group:
             form = _union(form, x[1].form if _leaf_constant(w) is not None else _product(x[1].form, w[1].form))
             (x_lo, x_hi), (w_lo, w_hi) = x[1].lanes[x[2]], w[1].lanes[w[2]]
             corners = [i * j for i in (x_lo, x_hi) for j in (w_lo, w_hi)]
-            r_lo, r_hi = (min(corners) >> bits) - u_hi, (max(corners) >> bits) - u_lo
-            if r_lo < mc.lo or r_hi > mc.hi:
-                bad(f"can leave int{bits} in lane {lane}: [{r_lo}, {r_hi}]")
+            r_lo, r_hi = (min(corners) >> bits) + lift - u_hi, (max(corners) >> bits) + lift - u_lo
+            if r_lo < mc.lo or r_hi > mc.hi:  # (unsigned: hi(x*w) + q, the largest value made, is r_hi)
+                bad(f"can leave {mc.lane_type} in lane {lane}: [{r_lo}, {r_hi}]")
             lanes[lane] = (r_lo, r_hi)
             deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]]
             leaves.append((x, w))
-        prove_montgomery(q, bits)
+        prove_montgomery(q, bits, signed=not pieces)
         mc.products[result.vid] = tuple(leaves)
         return Value(result.vid, tuple(lanes), tuple(deps), form)
 
@@ -664,11 +680,18 @@ class _Group:
         if mc.signed:
             bad(f"runs on {mc.lane_type} lanes (it needs unsigned ones)")
         lemma = prove_shoup(q, bits)
+        if bits == wide.BITS:
+            try:
+                wide.prove_templates()
+            except wide.WideProductError as e:
+                raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
         inside = self.made_inside()
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         shape = "not lo(x*w) - lo(hi(x*w')*q)"
         for lane in range(ins.operands[0].bits // bits):
             term = _lane_term(mc, result, lane, inside, bad)
+            if bits == wide.BITS:  # the products assembled from 32-bit pieces, as what they compute
+                term = wide.recognise(term, _lane_constant)
             if term[0] != "sub" or term[1][0] != "mullo" or term[2][0] != "mullo":
                 bad(f"computes lane {lane} as {_show(term)}, {shape}")
             (_, a, b), (_, c, d) = term[1], term[2]
@@ -767,29 +790,40 @@ def _sum_parts(mc: _Machine, leaf: tuple) -> tuple[tuple, tuple] | None:
     return tuple(("leaf", v, leaf[2]) for v in d.sources)
 
 
-def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tuple:
+def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: dict | None = None) -> tuple:
     """Lane `lane` of v as a term over lanes of values made outside a group
     (`inside`: the values it made): ("leaf", value, lane), or (generic
     operation, term, term) through element-wise instructions and widening
-    products, following lane moves to the lane they take."""
+    products, following lane moves to the lane they take. A value read
+    twice is one term object, read twice (`seen`)."""
+    seen = {} if seen is None else seen
+    key = (v.vid, lane)
+    if key not in seen:
+        seen[key] = _made_term(mc, v, lane, inside, bad, seen)
+    return seen[key]
+
+
+def _made_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: dict) -> tuple:
     if v.vid not in inside:
         return ("leaf", v, lane)
     d = mc.defs[v.vid]
     s = spec(d.op)
-    if s.widen is not None:  # a product of the low lanes of wider units: low half, high half
+    if s.widen is not None and s.elem != mc.bits:  # a product of the low lanes of wider units: low, high half
         per = s.elem // mc.bits
         first, part = lane - lane % per, lane % per
         if per != 2:
             bad(f"widens {s.elem // 2}-bit lanes where the lanes are {mc.bits} bits")
         a, b = d.sources
-        return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad),
-                _lane_term(mc, b, first, inside, bad))
-    if s.arith is not None and s.elem in (None, mc.bits) and d.imm is None:
-        a, b = d.sources
-        return (d.generic, _lane_term(mc, a, lane, inside, bad), _lane_term(mc, b, lane, inside, bad))
+        return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad, seen),
+                _lane_term(mc, b, first, inside, bad, seen))
+    if s.arith is not None and s.elem in (None, mc.bits):
+        a = _lane_term(mc, d.sources[0], lane, inside, bad, seen)
+        if d.imm is not None:  # a shift by a count
+            return (d.generic, a, ("imm", d.imm))
+        return (d.generic, a, _lane_term(mc, d.sources[1], lane, inside, bad, seen))
     moved = _moved_from(mc, d, v, lane)
     if moved is not None:
-        return _lane_term(mc, *moved, inside, bad)
+        return _lane_term(mc, *moved, inside, bad, seen)
     bad(f"has a `{d.op}` that cannot be followed lane by lane")
 
 
@@ -818,4 +852,6 @@ def _leaf_constant(term: tuple) -> int | None:
 def _show(term: tuple) -> str:
     if term[0] == "leaf":
         return f"v{term[1].vid}[{term[2]}]"
+    if term[0] == "imm":
+        return str(term[1])
     return f"{term[0]}({_show(term[1])}, {_show(term[2])})"

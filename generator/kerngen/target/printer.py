@@ -84,6 +84,8 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
         # the two-byte VEX prefix cannot name a high register in the r/m slot; the first source can
         operands = (operands[0], operands[2], operands[1]) + operands[3:]
     # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
+    if s.selector_first:
+        operands = operands + (operands[1],)
     parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
              for o in operands]
     line = f"{s.mnemonic(vex):<12} " + ", ".join(parts)

@@ -41,13 +41,16 @@ SOURCE = "baseline_ntt.c"
 LANES = {
     16: Lane("int16_t", "int32_t", 1 << 16, 14, 14, 6, 10),
     32: Lane("int32_t", "int64_t", 1 << 32, 30, 30, 11, 8),
+    # GCC's and Clang's __int128 on x86-64: C has no standard 128-bit type
+    64: Lane("int64_t", "__int128", 1 << 64, 62, 62, 20, 4),
 }
 
 
 def lane_of(width: int) -> Lane:
     """The facts of `width`-bit lanes; ValueError for a width without a baseline."""
     if width not in LANES:
-        raise ValueError(f"the plain-C baseline has {' and '.join(map(str, LANES))}-bit lanes, not {width}")
+        *most, last = map(str, LANES)
+        raise ValueError(f"the plain-C baseline has {', '.join(most)} and {last}-bit lanes, not {width}")
     return LANES[width]
 
 
@@ -55,11 +58,11 @@ def lane_of(width: int) -> Lane:
 class BaselineConstants:
     """Constants of the C baseline.
 
-    Twiddles are in Montgomery form (times R = 2^width: 2^16 or 2^32) and
+    Twiddles are in Montgomery form (times R = 2^width: 2^16, 2^32 or 2^64) and
     centred: ``zetas[i] = R zeta^brv_L(i)`` (2^L entries), ``zetas_inv`` the
     2^L - 1 twiddles of the inverse in the order it reads them,
     ``zetas_block[j] = R zeta^(2 brv_L(j) + 1)`` (2^L entries), ``final_scale
-    = R^2 / 2^L``. ``width`` (16 or 32) picks the C file and its limits.
+    = R^2 / 2^L``. ``width`` (16, 32 or 64) picks the C file's types and limits.
     """
 
     n: int

@@ -22,8 +22,8 @@ from ...target.target import Target
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
-from .montgomery import Montgomery
-from .params import NttParams, inverse_input_top, strategies
+from .montgomery import Montgomery, UnsignedMontgomery
+from .params import MONTGOMERY_WIDTHS, NttParams, inverse_input_top, strategies
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
@@ -238,7 +238,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     options, failure = [], None
     for kind in kinds:
         if kind == "shoup":
-            ar = Arithmetic(math, layout, Shoup(p.q, p.width), HarveyReducer(p.q, p.width))
+            ar = Arithmetic(math, layout, Shoup(p.q, p.width), HarveyReducer(p.q, p.width, t.isa.vex))
         else:
             mul = Montgomery(p.q, p.width)
             try:
@@ -262,6 +262,8 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1)."""
     if ar.mul.signed:
         return ar
+    if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
+        return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width), ar.reducer)
     return Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
 
 
@@ -299,23 +301,38 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits, isa, signed = p.width, t.isa.name, mul.signed
-    available = reducers(p.q, bits)
+    available = reducers(p.q, bits) if bits in MONTGOMERY_WIDTHS else {}  # signed lanes' reductions
     q, n, d, r_bits = p.q, p.n, math.d, f"2^{bits}"
     head = (("n", n), ("q", q))
     a_req, a_ens = BoundOf("a", "requires"), BoundOf("a", "ensures")
     fns = []
 
     outputs = dict(p.output)
-    barrett = available["barrett"]
+    barrett = available.get("barrett")
     # per output range: the final reductions to try, cheapest first (none: the bounds may already
     # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
-    signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
-    unsigned_freeze = UnsignedFreeze(q, bits)
+    signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett),
+                        "canonical": (freezer(q, bits),)} if available else {}
+    unsigned_freeze = UnsignedFreeze(q, bits, t.isa.vex)
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
-    lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (Shoup bundles too)
+    lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (Shoup bundles too, but for 64 bits)
+    bm_ar = montgomery_basemul(p, ar)
+    bm_unsigned = not bm_ar.mul.signed
+    bm_reducer = barrett or ShoupReduction(q, bits)  # for its inputs and sums, where they could leave the lane
+
+    def bm_takes_as_it_is(out: Bound) -> bool:
+        """Whether base multiplication takes the forward's output unreduced:
+        below 2^(W-1) for the signed products of Shoup bundles, and for
+        unsigned ones where their bound stays in the lane (a reduction of
+        every output is cheaper than two products by 1 in base multiplication)."""
+        if signed:
+            return True
+        if bm_unsigned:
+            return bm_ar.mul.bound(out.hi, out.hi) <= bm_ar.mul.lane_max
+        return out.hi <= lane_top
 
     def first_fitting(output: str, make, arg: str, fits=lambda out: True, tries=finishers) -> Compiled:
         """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`."""
@@ -349,15 +366,18 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
          ("ensures:  every a[i] in ", a_ens, f" (proven), block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
         f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})",
-        fits=lambda out: signed or out.hi <= lane_top)  # Shoup bundles: below 2^(W-1), base multiplication's input
+        fits=bm_takes_as_it_is)
     fns.append(forward)
 
     fwd_out = fc.contract.arg("a").ensures.bound
     inv_in = inverse_input(bits, q, signed)
     bm_in = Values(fwd_out, layout="ntt_forward output")
-    bm_ar = montgomery_basemul(p, ar)
     if signed:
         bm_output, bm_finishers = outputs["basemul"], signed_finishers
+    elif bm_unsigned:  # its products' bound is known before building: each finish chosen for it
+        bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
+        bm_top = bm_ar.mul.bound(fwd_out.hi, fwd_out.hi)
+        bm_finishers = {"lazy": (None, ar.reducer.choose(bm_top)), "canonical": (unsigned_freeze.choose(bm_top),)}
     else:  # the unsigned inverse takes no negative value: its input range [0, 2q), else [0, q)
         bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
         bm_finishers = {"lazy": (lifter(q, bits), freezer(q, bits)), "canonical": (freezer(q, bits),)}
@@ -379,9 +399,9 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         def make(finish: Reducer | None, variant: tuple[bool, bool, int]) -> Compiled:
             karatsuba, summed, interleave = variant
             b = kernel_builder(layout)
-            build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
+            build_basemul(b, bm_ar, bm_reducer, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
                           karatsuba, summed, interleave, qinv_in_register=t.isa.vex)
-            return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)  # signed lanes: Montgomery's
+            return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t, signed=not bm_unsigned)
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input;
         # blocks of degree 1 by Karatsuba where that, with its looser bound, costs less or as much with

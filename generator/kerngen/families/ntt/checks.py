@@ -269,7 +269,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 want = lagrange_images(layout, n, q)
             else:  # a reduction: congruent to its input, element by element
                 want = eye
-            got = calls.batch(fn, {0: eye})[0]
+            got = _integers(calls.batch(fn, {0: eye})[0])
             bad = np.argwhere((got - scale * want) % q)
             out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
                         f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
@@ -278,14 +278,14 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
             bits = 8 * driver.element_bytes(fn["dtype"])
             ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
             names = [fn["args"][i]["name"] for i in ins]
-            data = {i: np.zeros((len(mono), n), dtype=np.int64) for i in ins}
+            data = {i: np.zeros((len(mono), n), dtype=object) for i in ins}  # w' may need all 64 bits
             for row, m in enumerate(mono):
                 for i, arg in zip(ins, names):
                     data[i][row] = 1 if arg in m else 0
                 if "wp" in names:  # Shoup's w' follows w
                     w = data[ins[names.index("w")]][row]
                     data[ins[names.index("wp")]][row] = [shoup_quotient(int(x), q, bits) for x in w]
-            got = calls.batch(fn, data)[0]
+            got = _integers(calls.batch(fn, data)[0])
             bad = np.argwhere((got - scale) % q)
             out.append((f"{name} (each of {len(mono)} monomials on every element)", None if not len(bad) else
                         f"monomial {mono[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, want {scale} "
@@ -302,7 +302,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
 
             a = np.array([placed(i, k) for i, k, _, _ in pairs])
             b = np.array([placed(j, l) for _, _, j, l in pairs])
-            got = calls.batch(fn, {1: a, 2: b})[0]
+            got = _integers(calls.batch(fn, {1: a, 2: b})[0])
             want = np.array([unit_block_products(layout, n, q, k, l) if i == j else zero for i, k, j, l in pairs])
             bad = np.argwhere((got - scale * want) % q)
             out.append((f"{name} ({len(pairs)} pairs of unit blocks)", None if not len(bad) else
@@ -311,6 +311,11 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
         else:
             out.append((name, f"no basis proof for a map of form {mono} with locality {proof.get('locality')}"))
     return out
+
+
+def _integers(a: np.ndarray) -> np.ndarray:
+    """Outputs as integers the checks' arithmetic is exact on: 64-bit words as Python integers."""
+    return a.astype(object) if a.dtype == np.uint64 else a
 
 
 def layout_check(manifest: dict) -> str | None:

@@ -176,7 +176,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
         return
     qinv = mul.qinv_register(b) if qinv_in_register else None
     acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
-    karatsuba = karatsuba and d == 2 and 2 * x_abs <= ar.lane_max and _karatsuba_bound(mul, x_abs) <= ar.lane_max
+    karatsuba = karatsuba and mul.signed and d == 2 and 2 * x_abs <= ar.lane_max and _karatsuba_bound(mul, x_abs) <= ar.lane_max
     def unit_body(unit: tuple[int, ...]) -> None:
         # running sums, (first register of the blocks, k) -> (value, bound): of the terms without
         # the zeta, and of the terms it multiplies (each copy's terms are added as they come)

@@ -13,7 +13,9 @@ odd lanes' w stored moved down), and the odd results blended back over the
 even ones.
 The strategy gives its stored constants, its instruction sequence, its
 bound and its lemma (`prove`); the NTT kernels and schedules ask it and
-nothing else about multiplication.
+nothing else about multiplication. On 64-bit lanes, which no vector
+instruction multiplies signed, `UnsignedMontgomery` does base
+multiplication of Shoup bundles from 32-bit pieces.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, has, lane_range, wrap
+from ...passes import wide
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from .maths import centred
 from .reducers import broadcast_const
@@ -177,3 +180,86 @@ ODD_LANES = 0xAA  # blend selector: the odd lanes from the second source
 def odd_down(lanes: list[int]) -> list[int]:
     """Each odd lane's value in its even neighbour too (where a widening product reads it)."""
     return [lanes[k | 1] if (k | 1) < len(lanes) else lanes[k] for k in range(len(lanes))]
+
+
+@dataclass(frozen=True)
+class UnsignedMontgomery:
+    """Montgomery's product on unsigned 64-bit lanes, each multiplication a
+    template of 32-bit pieces (`passes.wide`): base multiplication of
+    64-bit bundles, whose NTTs multiply by Shoup's (products of two
+    variables have no precomputed w'). With t = lo(x*w') (w' = w*q^-1 mod
+    R, R = 2^64, or for a variable w t = lo(lo(x*w)*q^-1)),
+
+        r = (hi(x*w) + q) - hi(t*q)  =  x*w/R mod q,  1 <= r <= q + hi(x*w),
+
+    q added before the subtraction so that nothing goes below zero: the low
+    halves of x*w and t*q are equal, so hi(x*w) - hi(t*q) = (x*w - t*q)/R
+    > -q. The verifier checks the shape and bounds the sum hi(x*w) + q."""
+
+    q: int
+    bits: int
+
+    name = "montgomery"
+    signed = False
+
+    @property
+    def lane_max(self) -> int:
+        return lane_range(self.bits, signed=False)[1]
+
+    @property
+    def r(self) -> int:
+        return 1 << self.bits
+
+    @property
+    def qinv(self) -> int:
+        """q^-1 mod R."""
+        return pow(self.q, -1, self.r)
+
+    def constant(self, c: int) -> MontgomeryConstant:
+        w = c * self.r % self.q
+        return MontgomeryConstant(c % self.q, w, w * self.qinv % self.r)
+
+    def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
+        """w and w', then their high halves (the pieces' y >> 32)."""
+        consts = [self.constant(v) for v in values]
+        rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
+        rows += [[v >> wide.HALF for v in row] for row in rows]
+        return tuple(vector(r) for r in rows)
+
+    def qinv_register(self, b: Builder) -> None:
+        """q^-1 is a template's table operand: no register."""
+        return None
+
+    def variable(self, b: Builder, w: VReg, qinv: None = None) -> tuple[VReg, ...]:
+        """A variable w: t comes from the product x*w itself."""
+        return (w,)
+
+    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
+        group = b.new_group()
+        roles = iter(("start",))
+
+        def tag() -> IdiomTag:
+            return IdiomTag(group, "montgomery", next(roles, "body"), 1)
+
+        def const(v: int) -> Mem:
+            return broadcast_const(b, v, self.bits)
+
+        shared: dict = {}
+        if len(factor) == 1:  # t = lo(lo(x*w)*q^-1)
+            w, w_hi = factor[0], None
+            low = wide.emit(b, wide.LOW, x, w, None, tag, const, shared)
+            t = wide.emit(b, wide.LOW, low, const(self.qinv), const(self.qinv >> wide.HALF), tag, const, shared)
+        else:
+            w, wq, w_hi, wq_hi = factor
+            t = wide.emit(b, wide.LOW, x, wq, wq_hi, tag, const, shared)
+        high = wide.emit(b, wide.HIGH, x, w, w_hi, tag, const, shared)
+        lifted = b.op(by_width("add", self.bits), high, q, idiom=tag())
+        tq = wide.emit(b, wide.HIGH, t, q, const(self.q >> wide.HALF), tag, const, shared)
+        return b.op(by_width("sub", self.bits), lifted, tq, idiom=IdiomTag(group, "montgomery", "end", 1))
+
+    def bound(self, x_max: int, w_max: int) -> int:
+        """Largest multiply(x, w) for 0 <= x <= x_max, 0 <= w <= w_max."""
+        return self.q + (x_max * w_max >> self.bits)
+
+    def prove(self) -> MontgomeryLemma:
+        return prove_montgomery(self.q, self.bits, signed=False)

@@ -16,8 +16,9 @@ POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
 MULS = ("auto", "montgomery", "shoup")  # multiplication strategies (auto: the cheaper by the cost model)
 ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
-WIDTHS = (16, 32)
-MIN_Q = {16: 3, 32: 1 << 20}  # the smallest q per lane width (32 bits: where the reductions' proofs stay quick)
+WIDTHS = (16, 32, 64)
+MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
+MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
 ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
@@ -76,12 +77,18 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     q = require(src, table, "q", int, "an odd prime")
     if q < 3 or not sympy.isprime(q):
         raise ParamError(src, "q", f"must be an odd prime, got {q}")
-    if q >= 1 << (width - 1):
+    if width in MONTGOMERY_WIDTHS and q >= 1 << (width - 1):
         raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, "
                                    f"got {q}")
+    if width not in MONTGOMERY_WIDTHS and not shoup_fits(width, q):
+        raise ParamError(src, "q", f"must be below 2^{width - 2} = {1 << (width - 2)} for {width}-bit lanes "
+                                   f"(Shoup's multiplication, Harvey's lazy values reach 4q), got {q}")
     mul = table.get("mul", MULS[0])
     if mul not in MULS:
         raise ParamError(src, "mul", f"must be one of {', '.join(MULS)}, got {mul!r}")
+    if mul == "montgomery" and width not in MONTGOMERY_WIDTHS:
+        raise ParamError(src, "mul", f"\"montgomery\" needs {' or '.join(map(str, MONTGOMERY_WIDTHS))}-bit lanes (no "
+                                     f"vector instruction multiplies signed {width}-bit lanes); use shoup or auto")
     if mul == "shoup" and not shoup_fits(width, q):
         raise ParamError(src, "mul", f"\"shoup\" needs q < 2^{width - 2} = {1 << (width - 2)} on {width}-bit lanes "
                                      f"(Harvey's lazy values reach 4q), got q = {q}; use montgomery or auto")
@@ -152,7 +159,8 @@ def strategies(p: NttParams) -> tuple[str, ...]:
     "auto" every one that fits q (the cost model chooses among them)."""
     if p.mul != MULS[0]:
         return (p.mul,)
-    return tuple(k for k in MULS[1:] if k != "shoup" or shoup_fits(p.width, p.q))
+    return tuple(k for k in MULS[1:] if (k != "shoup" or shoup_fits(p.width, p.q)) and
+                 (k != "montgomery" or p.width in MONTGOMERY_WIDTHS))
 
 
 def inverse_input_top(width: int, q: int) -> int:

@@ -213,10 +213,11 @@ def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
     zeta_j^(i div d) x^(i mod d), so block j's coefficient i mod d is
     zeta_j^(i div d), written at positions[j][i mod d]; all else is zero."""
     d = layout["d"]
-    zetas = np.array([blk["zeta"] % q for blk in layout["blocks"]], dtype=np.int64)
+    dtype = _dtype(q, 1)
+    zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
     pos = np.array([blk["positions"] for blk in layout["blocks"]], dtype=np.int64)  # (blocks, d)
     powers = _powers_of(zetas, n // d, q)  # (blocks, n/d): zeta_j^t
-    out = np.zeros((n, n), dtype=np.int64)
+    out = np.zeros((n, n), dtype=dtype)
     i = np.arange(n)
     for j in range(len(zetas)):
         out[i, pos[j, i % d]] = powers[j, i // d]
@@ -233,9 +234,10 @@ def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
     d = layout["d"]
     m = n // d
     inv_m = pow(m, -1, q)
-    zinv = np.array([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], dtype=np.int64)
+    dtype = _dtype(q, 1)
+    zinv = _residues([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], q, dtype)
     powers = _powers_of(zinv, m, q) * inv_m % q  # (blocks, m)
-    out = np.zeros((n, n), dtype=np.int64)
+    out = np.zeros((n, n), dtype=dtype)
     t = np.arange(m)
     for j, blk in enumerate(layout["blocks"]):
         for k, p in enumerate(blk["positions"]):
@@ -247,7 +249,7 @@ def unit_block_products(layout: dict, n: int, q: int, k: int, l: int) -> np.ndar
     """The NTT-domain array of x^k * x^l in every block: x^(k+l) when k + l < d,
     else zeta_j x^(k+l-d) (x^d = zeta_j in block j)."""
     d = layout["d"]
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=_dtype(q, 1))
     for blk in layout["blocks"]:
         s = k + l
         out[blk["positions"][s % d]] = 1 if s < d else blk["zeta"] % q

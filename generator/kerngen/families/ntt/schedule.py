@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ...core.errors import VerifyError
 from .layout import LayerPairs, NttLayout, layer_pairs, register_key
 from .maths import NttMath
-from .montgomery import Montgomery
+from .montgomery import Montgomery, UnsignedMontgomery
 from .reducers import Reducer
 from .shoup import HarveyReducer, Shoup
 
@@ -88,7 +88,7 @@ class Arithmetic:
 
     math: NttMath
     layout: NttLayout
-    mul: Montgomery | Shoup
+    mul: Montgomery | Shoup | UnsignedMontgomery  # the last: base multiplication of 64-bit Shoup bundles
     reducer: Reducer | HarveyReducer
 
     @property

@@ -9,7 +9,9 @@ A product by a constant w in [0, q) stored with w' = floor(w*2^W/q)
 (`lemmas.prove_shoup`). Lanes with an unsigned high-half multiplication
 (16 bits: vpmulhuw) take Q in one instruction; 32-bit lanes take it from
 widening products of the even lanes (vpmuludq), the odd lanes moved down and
-the odd w' stored moved down, the odd high halves blended over the even ones.
+the odd w' stored moved down, the odd high halves blended over the even ones;
+64-bit lanes have no multiplication at all and assemble each product from
+32-bit pieces (`passes.wide`), w and w' stored with their high halves.
 
 Values stay unsigned and lazily reduced (Harvey): the forward butterfly
 gives (x + t, x + c - t) for t = w*y reduced as above and c the multiple of q
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, has, lane_range
+from ...passes import wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.verify import SHOUP
 from .montgomery import ODD_LANES, odd_down
@@ -63,18 +66,26 @@ class Shoup:
         return ShoupConstant(w, w, (w << self.bits) // self.q)
 
     @property
+    def wide(self) -> bool:
+        """Products assembled from 32-bit pieces (`passes.wide`): no lane-wise multiplication at this width."""
+        return not has("mullo", self.bits)
+
+    @property
     def even_odd(self) -> bool:
         """High halves from products of even lanes only (no lane-wise unsigned high half at this width)."""
-        return not has("mulhu", self.bits)
+        return not self.wide and not has("mulhu", self.bits)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
         """The memory operands `multiply` takes for constants `values` (one per
-        lane), each row made by `vector`: w and w', and for even/odd products
-        also the odd lanes' w' moved down to the even ones."""
+        lane), each row made by `vector`: w and w', for even/odd products
+        also the odd lanes' w' moved down to the even ones, for products from
+        pieces also the high halves of w and w' (w >> 32, w' >> 32)."""
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.wp for c in consts]]
         if self.even_odd:
             rows.append(odd_down(rows[1]))
+        if self.wide:
+            rows += [[v >> wide.HALF for v in row] for row in rows[:2]]
         return tuple(vector(r) for r in rows)
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg, comment: str = "") -> VReg:
@@ -87,6 +98,8 @@ class Shoup:
             return b.op(name, *sources, idiom=IdiomTag(group, SHOUP, role, 1),
                         comment=comment if role == "start" else "")
 
+        if self.wide:
+            return self._multiply_wide(b, group, x, factor, q, comment)
         mullo = by_width("mullo", self.bits)
         if not self.even_odd:
             w, wp = factor
@@ -99,6 +112,25 @@ class Shoup:
             quotient = op(by_width("blend", self.bits), op(odd, op(widen, x, wp)), op(widen, x_odd, wp_odd),
                           Imm(ODD_LANES))
         return op(by_width("sub", self.bits), op(mullo, x, w), op(mullo, quotient, q), role="end")
+
+    def _multiply_wide(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg,
+                       comment: str) -> VReg:
+        """The same product with each multiplication a template of 32-bit
+        pieces: Q = HIGH(x, w'), then LOW(x, w) - LOW(Q, q), x's halves shared."""
+        w, wp, w_hi, wp_hi = factor if len(factor) == 4 else (*factor, None, None)
+        roles = iter(("start",))
+
+        def tag() -> IdiomTag:
+            return IdiomTag(group, SHOUP, next(roles, "body"), 1)
+
+        def const(v: int) -> Mem:
+            return broadcast_const(b, v, self.bits)
+
+        shared: dict = {}
+        quotient = wide.emit(b, wide.HIGH, x, wp, wp_hi, tag, const, shared, comment)
+        xw = wide.emit(b, wide.LOW, x, w, w_hi, tag, const, shared)
+        qq = wide.emit(b, wide.LOW, quotient, q, const(self.q >> wide.HALF), tag, const, shared)
+        return b.op(by_width("sub", self.bits), xw, qq, idiom=IdiomTag(group, SHOUP, "end", 1))
 
     def bound(self, x_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
@@ -141,10 +173,21 @@ class Shoup:
         return prove_shoup(self.q, self.bits)
 
 
-def conditional_subtraction(q: int, c: int, bits: int) -> ScalarIdiom:
+def conditional_subtraction(q: int, c: int, bits: int, vex: bool = True) -> ScalarIdiom:
     """x - c where x >= c, else x, for c a multiple of q: the subtraction
-    wraps below zero exactly where x < c, and the unsigned minimum keeps x there."""
-    return ScalarIdiom("csub", q, (("sub", "d", "x", c), ("minu", "r", "x", "d")), bits, signed=False)
+    wraps below zero exactly where x < c, and the unsigned minimum keeps x
+    there. Without an unsigned minimum at this width (64 bits), x is kept
+    where x - c reads negative (the same for x < c + 2^(W-1), which the
+    lemma's ranges take into account): a blend selected by the signs on VEX
+    targets (the legacy blend reads its selector from xmm0 alone), else
+    c added back under a mask of the negative lanes."""
+    if has("minu", bits):
+        steps = (("sub", "d", "x", c), ("minu", "r", "x", "d"))
+    elif vex:
+        steps = (("sub", "d", "x", c), ("select_negative", "r", "d", "x"))
+    else:
+        steps = (("sub", "d", "x", c), ("cmpgt", "m", 0, "d"), ("and", "k", "m", c), ("add", "r", "d", "k"))
+    return ScalarIdiom("csub", q, steps, bits, signed=False)
 
 
 @dataclass(frozen=True)
@@ -154,12 +197,13 @@ class ConditionalSubtraction:
     q: int
     c: int
     bits: int
+    vex: bool = True  # VEX encodings (`conditional_subtraction`)
 
     kind = "csub"
 
     @property
     def idiom(self) -> ScalarIdiom:
-        return conditional_subtraction(self.q, self.c, self.bits)
+        return conditional_subtraction(self.q, self.c, self.bits, self.vex)
 
     def reduced_bound(self, bound: int) -> int:
         return prove(self.idiom).range_for(0, bound)[1]
@@ -168,7 +212,8 @@ class ConditionalSubtraction:
         return emit_idiom(b, self.idiom, x, comment=comment)
 
     def describe(self) -> str:
-        return f"conditional subtraction of {self.c // self.q}q: min(x, x - {self.c}) unsigned"
+        how = f"min(x, x - {self.c}) unsigned" if has("minu", self.bits) else f"x - {self.c} where x >= {self.c}"
+        return f"conditional subtraction of {self.c // self.q}q: {how}"
 
 
 @dataclass(frozen=True)
@@ -204,14 +249,19 @@ class HarveyReducer:
 
     q: int
     bits: int
+    vex: bool = True  # VEX encodings (`conditional_subtraction`)
 
     kind = "harvey"
     multiplications = 0
-    instructions = 2  # the common case, for the cost model
+
+    @property
+    def instructions(self) -> int:
+        """The common case, for the cost model."""
+        return len(conditional_subtraction(self.q, 2 * self.q, self.bits, self.vex).steps)
 
     def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction:
         if register_bound < 4 * self.q:
-            return ConditionalSubtraction(self.q, 2 * self.q, self.bits)
+            return ConditionalSubtraction(self.q, 2 * self.q, self.bits, self.vex)
         return ShoupReduction(self.q, self.bits)
 
     def reduced_bound(self, bound: int) -> int:
@@ -250,6 +300,7 @@ class UnsignedFreeze:
 
     q: int
     bits: int
+    vex: bool = True  # VEX encodings (`conditional_subtraction`)
 
     kind = "freeze"
 
@@ -260,6 +311,7 @@ class UnsignedFreeze:
             steps.append(ShoupReduction(self.q, self.bits))
             bound = steps[-1].reduced_bound(bound)
         while bound >= self.q:
-            steps.append(ConditionalSubtraction(self.q, self.q * -(-(bound + 1) // (2 * self.q)), self.bits))
+            steps.append(ConditionalSubtraction(self.q, self.q * -(-(bound + 1) // (2 * self.q)), self.bits,
+                                                self.vex))
             bound = steps[-1].reduced_bound(bound)
         return ReductionChain(self.kind, tuple(steps))

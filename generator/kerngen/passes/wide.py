@@ -1,0 +1,260 @@
+"""Products of 64-bit lanes assembled from 32 x 32 -> 64-bit pieces.
+
+No x86 vector instruction below AVX-512 multiplies 64-bit lanes; `vpmuludq`
+multiplies their low 32-bit halves exactly. With x = xh*2^32 + xl and
+y = yh*2^32 + yl,
+
+    x*y = xh*yh*2^64 + (xl*yh + xh*yl)*2^32 + xl*yl,
+
+and two templates here take the halves of the 128-bit product from the four
+pieces (`LOW`: x*y mod 2^64 from three; `HIGH`: floor(x*y / 2^64) from all
+four, with the carries out of the middle column added in an order where no
+partial sum can wrap). A template is data: steps in the instruction table's
+width-neutral names over the inputs "x", "y" and "yh" (= y >> 32, which a
+caller may supply precomputed from a table). The builders emit it
+(`emit`), the verifier recognises it in a lane's term (`recognise`), and
+`prove_templates` proves each template computes its half for every x and
+y below 2^64 (an SMT solver over the integers: with each piece a variable
+and each shift, mask and wrapping sum written as a division with remainder,
+the claim is linear), once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ..ir.ops import by_width
+
+BITS = 64
+HALF = 32
+MASK = (1 << HALF) - 1
+
+Step = tuple[str, str, str | int, str | int]
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str  # the generic operation the template stands for: "mullo" or "mulhu"
+    steps: tuple[Step, ...]  # (op, dst, a, b): names, ints are constants (shift counts: immediates)
+
+    @property
+    def result(self) -> str:
+        return self.steps[-1][1]
+
+    @property
+    def pieces(self) -> int:
+        return sum(op == "mul32" for op, *_ in self.steps)
+
+    @cached_property
+    def outline(self) -> tuple:
+        """The operations of its result and of that result's sources (a quick test before a full match)."""
+        return _outline(_expand(self, ("leaf", "x"), ("leaf", "y")))
+
+
+_HALVES: tuple[Step, ...] = (("srl", "xh", "x", HALF),)
+_PIECES: tuple[Step, ...] = (("mul32", "ll", "x", "y"), ("mul32", "lh", "x", "yh"), ("mul32", "hl", "xh", "y"))
+
+LOW = Template("mullo", _HALVES + _PIECES + (
+    ("add", "mid", "lh", "hl"),  # wraps: only its low half counts
+    ("sll", "mid_up", "mid", HALF),
+    ("add", "lo", "ll", "mid_up"),
+))
+
+# lh + (ll >> 32) <= (2^32-1)^2 + 2^32-1 < 2^64, and likewise hl + (t mod 2^32): no sum wraps
+HIGH = Template("mulhu", _HALVES + _PIECES + (
+    ("mul32", "hh", "xh", "yh"),
+    ("srl", "ll_up", "ll", HALF),
+    ("add", "t", "lh", "ll_up"),
+    ("and", "t_low", "t", MASK),
+    ("add", "u", "hl", "t_low"),
+    ("srl", "t_up", "t", HALF),
+    ("srl", "u_up", "u", HALF),
+    ("add", "hi_t", "hh", "t_up"),
+    ("add", "hi", "hi_t", "u_up"),
+))
+
+TEMPLATES = (LOW, HIGH)
+
+
+def emit(b: Builder, template: Template, x, y, yh, tag: Callable[[], IdiomTag | None],
+         const: Callable[[int], Mem], shared: dict, comment: str = "") -> VReg:
+    """Emit `template` for x*y (`yh`: y >> 32 as an operand, or None to
+    compute it). `tag()` gives each instruction's idiom tag, `const(v)` a
+    broadcast constant; `shared` maps (op, sources) to registers already
+    computed, so that two templates on the same x share its pieces. The
+    first instruction emitted carries `comment`."""
+    notes = iter((comment,))
+
+    def once(name: str, a, c) -> VReg:
+        key = (name, a, c)
+        if key not in shared:
+            shared[key] = b.op(name, a, c, idiom=tag(), comment=next(notes, ""))
+        return shared[key]
+
+    env = {"x": x, "y": y}
+    if yh is not None:
+        env["yh"] = yh
+
+    def value(name: str):
+        if name not in env:  # y >> 32, computed where first read (x's pieces come first)
+            env[name] = once(by_width("srl", BITS), y, Imm(HALF))
+        return env[name]
+
+    for op, dst, a, c in template.steps:
+        src_c = value(c) if isinstance(c, str) else Imm(c) if op in ("srl", "sll") else const(c)
+        env[dst] = once(by_width(op, BITS), value(a), src_c)
+    return env[template.result]
+
+
+# -- recognition in the verifier's lane terms: ("leaf", value, lane), ("imm", k) or (op, term, term)
+
+_COMMUTATIVE = {"add", "mul32", "and"}
+
+
+def recognise(term: tuple, constant: Callable[[tuple], int | None]) -> tuple:
+    """`term` with every instance of a template replaced by (name, x, y),
+    bottom up; `constant(leaf)` is a leaf's exact value (None if it has none).
+    A precomputed yh is accepted where it is a constant equal to y >> 32."""
+    return _recognise(term, constant, {})[0]
+
+
+def _recognise(term: tuple, constant, seen: dict) -> tuple[tuple, list[tuple]]:
+    """The term rewritten, and the pieces (mul32 terms) in it outside the
+    instances found; `seen`: a subterm met before (one object read twice) by id."""
+    if term[0] in ("leaf", "imm", "const"):
+        return term, []
+    if id(term) not in seen:
+        seen[id(term)] = (term, _rewritten(term, constant, seen))
+    return seen[id(term)][1]
+
+
+def _rewritten(term: tuple, constant, seen: dict) -> tuple[tuple, list[tuple]]:
+    parts = [_recognise(t, constant, seen) for t in term[1:]]
+    term = (term[0], *(t for t, _ in parts))
+    pieces = list({id(m): m for m in [m for _, ms in parts for m in ms] + ([term] if term[0] == "mul32" else [])}
+                  .values())
+    for template in TEMPLATES:
+        if len(pieces) != template.pieces or _outline(term) != template.outline:
+            continue
+        for x, y in {(m[i], m[3 - i]) for m in pieces for i in (1, 2)}:  # x*y is one of the pieces
+            if _same(term, _expand(template, x, y), constant):
+                return (template.name, x, y), []
+    return term, pieces
+
+
+def _outline(term: tuple) -> tuple:
+    return (term[0], *sorted(t[0] for t in term[1:]))
+
+
+def _expand(template: Template, x: tuple, y: tuple) -> tuple:
+    env = {"x": x, "y": y, "yh": ("srl", y, ("imm", HALF))}
+    for op, dst, a, c in template.steps:
+        env[dst] = (op, env[a], env[c] if isinstance(c, str) else ("imm", c) if op in ("srl", "sll") else
+                    ("const", c))
+    return env[template.result]
+
+
+def _same(actual: tuple, expected: tuple, constant) -> bool:
+    if expected[0] == "const":
+        return actual[0] == "leaf" and constant(actual) == expected[1]
+    if expected[0] == "leaf":  # a constant may be read into different registers: equal values are the same
+        value = constant(expected)
+        return actual == expected or (value is not None and actual[0] == "leaf" and constant(actual) == value)
+    if expected[0] == "imm":
+        return actual == expected
+    if expected[0] == "srl" and actual[0] == "leaf" and expected[2] == ("imm", HALF):
+        # y >> 32 supplied from a table: the same constant
+        y = constant(expected[1]) if expected[1][0] == "leaf" else None
+        return y is not None and constant(actual) == y >> HALF
+    if actual[0] != expected[0]:
+        return False
+    if _same(actual[1], expected[1], constant) and _same(actual[2], expected[2], constant):
+        return True
+    return expected[0] in _COMMUTATIVE and _same(actual[1], expected[2], constant) and \
+        _same(actual[2], expected[1], constant)
+
+
+# -- the proof
+
+class WideProductError(Exception):
+    pass
+
+
+@lru_cache(maxsize=None)
+def prove_templates() -> None:
+    """For every x, y in [0, 2^64): LOW gives x*y mod 2^64 and HIGH floor(x*y / 2^64)."""
+    for template in TEMPLATES:
+        _prove(template)
+
+
+def _prove(template: Template) -> None:
+    import z3
+
+    solver = z3.Solver()
+    fresh = iter(range(1 << 30))
+
+    def var(lo: int, hi: int):
+        v = z3.Int(f"v{next(fresh)}")
+        solver.add(v >= lo, v <= hi)
+        return v
+
+    splits: dict[int, tuple] = {}
+    digits: set[int] = set()
+
+    def split(v, at: int = HALF):
+        """v = high*2^at + low with 0 <= low < 2^at, remembered per v (and at)."""
+        key = (v.get_id(), at)
+        if key not in splits:
+            top = BITS - at
+            if v.get_id() in digits and at == HALF:
+                splits[key] = (z3.IntVal(0), v)
+            else:
+                high, low = var(0, (1 << top) - 1), var(0, (1 << at) - 1)
+                solver.add(v == high * (1 << at) + low)
+                splits[key] = (high, low)
+                digits.update((high.get_id(), low.get_id()) if at == HALF else ())
+        return splits[key]
+
+    pieces: dict[tuple[int, int], object] = {}
+
+    def piece(a, c):
+        """The product of two 32-bit digits: a variable, one per unordered pair."""
+        key = tuple(sorted((split(a)[1].get_id(), split(c)[1].get_id())))
+        if key not in pieces:
+            pieces[key] = var(0, MASK * MASK)
+        return pieces[key]
+
+    x, y = var(0, (1 << BITS) - 1), var(0, (1 << BITS) - 1)
+    xh, xl = split(x)
+    yh, yl = split(y)
+    env = {"x": x, "y": y, "yh": yh}
+    for op, dst, a, c in template.steps:
+        va = env[a]
+        vc = env[c] if isinstance(c, str) else c
+        if op == "mul32":
+            out = piece(va, vc)
+        elif op == "srl":
+            out = split(va, vc)[0]
+        elif op == "sll":
+            out = split(va, BITS - vc)[1] * (1 << vc)
+        elif op == "and" and vc == MASK:
+            out = split(va)[1]
+        elif op == "add":
+            carry = var(0, 1)
+            out = var(0, (1 << BITS) - 1)
+            solver.add(out == va + vc - carry * (1 << BITS))
+        else:
+            raise WideProductError(f"{template.name}: no proof rule for {op} by {c}")
+        env[dst] = out
+    r = env[template.result]
+    # x*y in its pieces: the same digit products the template multiplied
+    product = piece(xh, yh) * (1 << (2 * HALF)) + (piece(xl, yh) + piece(xh, yl)) * (1 << HALF) + piece(xl, yl)
+    if template.name == "mullo":
+        solver.add((product - r) % (1 << BITS) != 0)
+    else:
+        solver.add(z3.Or(r * (1 << BITS) > product, product >= (r + 1) * (1 << BITS)))
+    if solver.check() != z3.unsat:
+        raise WideProductError(f"the {template.name} template of 64-bit products is not proven")
