@@ -10,6 +10,7 @@ text, and nothing here knows an ISA or an ABI: a `Kernel` carries the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .ops import spec
@@ -133,11 +134,11 @@ class Instr:
         if len(s.slots) != len(self.operands):
             raise ValueError(f"{self.op}: expected {len(s.slots)} operands, got {len(self.operands)}")
 
-    @property
+    @cached_property  # asked again and again by the passes
     def written(self) -> tuple[Operand, ...]:
         return tuple(self.operands[i] for i in spec(self.op).written)
 
-    @property
+    @cached_property
     def read(self) -> tuple[Operand, ...]:
         return tuple(self.operands[i] for i in spec(self.op).read)
 

@@ -44,7 +44,7 @@ class Template:
     def result(self) -> str:
         return self.steps[-1][1]
 
-    @property
+    @cached_property
     def pieces(self) -> int:
         return sum(op == "mul32" for op, *_ in self.steps)
 
