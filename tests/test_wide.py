@@ -204,6 +204,14 @@ def test_a_64_bit_bundle_passes_against_sympy():
     assert outcome.passed >= 40
 
 
+def test_sums_of_products_and_canonical_outputs_on_64_bit_lanes():
+    """basemul_acc's sums of up to 8 products reach beyond 4q: the final reduction is chosen for the lane."""
+    p = _params(16, Q62, basemul_acc=[2, 8], output="canonical", isa=["avx2", "sse"])
+    outcome = run_kerngen_test(p, seed=11, say=lambda s: None)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 100
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([4, 16, 64]), st.integers(min_value=50, max_value=62), st.integers(min_value=0, max_value=1 << 30),
        st.sampled_from(["index", "eager", "layer", "minimal"]))

@@ -259,7 +259,8 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
 def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     """What base multiplication is built with: products of two variables
     need Montgomery's (Shoup's needs w' precomputed for a constant), so a
-    Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1)."""
+    Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1);
+    on 64-bit lanes, with no signed products, on unsigned ones."""
     if ar.mul.signed:
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
@@ -318,7 +319,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
-    lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (Shoup bundles too, but for 64 bits)
+    lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (32-bit Shoup bundles' too)
     bm_ar = montgomery_basemul(p, ar)
     bm_unsigned = not bm_ar.mul.signed
     bm_reducer = barrett or ShoupReduction(q, bits)  # for its inputs and sums, where they could leave the lane
@@ -374,10 +375,11 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     bm_in = Values(fwd_out, layout="ntt_forward output")
     if signed:
         bm_output, bm_finishers = outputs["basemul"], signed_finishers
-    elif bm_unsigned:  # its products' bound is known before building: each finish chosen for it
+    elif bm_unsigned:  # finishes chosen for one product's bound first, then for any lane (sums of products)
         bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
         bm_top = bm_ar.mul.bound(fwd_out.hi, fwd_out.hi)
-        bm_finishers = {"lazy": (None, ar.reducer.choose(bm_top)), "canonical": (unsigned_freeze.choose(bm_top),)}
+        bm_finishers = {"lazy": (None, ar.reducer.choose(bm_top), ar.reducer.choose(bm_ar.mul.lane_max)),
+                        "canonical": (unsigned_freeze.choose(bm_top), unsigned_freeze.choose(bm_ar.mul.lane_max))}
     else:  # the unsigned inverse takes no negative value: its input range [0, 2q), else [0, q)
         bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
         bm_finishers = {"lazy": (lifter(q, bits), freezer(q, bits)), "canonical": (freezer(q, bits),)}
