@@ -485,10 +485,7 @@ class _Group:
         # hi(t*q) for any t; on unsigned lanes, q is added to hi(x*w) first
         (u_lo, u_hi), lift = ((0, q - 1), q) if pieces else (((-half * q) >> bits, ((half - 1) * q) >> bits), 0)
         if pieces:
-            try:
-                wide.prove_templates()
-            except wide.WideProductError as e:
-                raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
+            _prove_wide(mc)
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         leaves = []
         for lane in range(active):
@@ -681,10 +678,7 @@ class _Group:
             bad(f"runs on {mc.lane_type} lanes (it needs unsigned ones)")
         lemma = prove_shoup(q, bits)
         if bits == wide.BITS:
-            try:
-                wide.prove_templates()
-            except wide.WideProductError as e:
-                raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
+            _prove_wide(mc)
         inside = self.made_inside()
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         shape = "not lo(x*w) - lo(hi(x*w')*q)"
@@ -720,6 +714,14 @@ class _Group:
             lanes[lane] = lemma.range_for(x_lo, x_hi)
             deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]] | wp[1].deps[wp[2]]
         return Value(result.vid, tuple(lanes), tuple(deps), form)
+
+
+def _prove_wide(mc: _Machine) -> None:
+    """The templates of 64-bit products proven (once), before a check relies on them."""
+    try:
+        wide.prove_templates()
+    except wide.WideProductError as e:
+        raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
 
 
 def _shoup_pair(mc: _Machine, w: tuple, wp: tuple) -> bool:

@@ -79,6 +79,12 @@ HIGH = Template("mulhu", _HALVES + _PIECES + (
 TEMPLATES = (LOW, HIGH)
 
 
+def product_tags(group: int, kind: str) -> Callable[[], IdiomTag]:
+    """Tags for one product's instructions, `emit`'s `tag`: the first its start, every later one its body."""
+    roles = iter(("start",))
+    return lambda: IdiomTag(group, kind, next(roles, "body"), 1)
+
+
 def emit(b: Builder, template: Template, x, y, yh, tag: Callable[[], IdiomTag | None],
          const: Callable[[int], Mem], shared: dict, comment: str = "") -> VReg:
     """Emit `template` for x*y (`yh`: y >> 32 as an operand, or None to

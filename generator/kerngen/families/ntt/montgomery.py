@@ -236,10 +236,7 @@ class UnsignedMontgomery:
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
         group = b.new_group()
-        roles = iter(("start",))
-
-        def tag() -> IdiomTag:
-            return IdiomTag(group, "montgomery", next(roles, "body"), 1)
+        tag = wide.product_tags(group, "montgomery")
 
         def const(v: int) -> Mem:
             return broadcast_const(b, v, self.bits)

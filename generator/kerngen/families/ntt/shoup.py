@@ -118,10 +118,7 @@ class Shoup:
         """The same product with each multiplication a template of 32-bit
         pieces: Q = HIGH(x, w'), then LOW(x, w) - LOW(Q, q), x's halves shared."""
         w, wp, w_hi, wp_hi = factor if len(factor) == 4 else (*factor, None, None)
-        roles = iter(("start",))
-
-        def tag() -> IdiomTag:
-            return IdiomTag(group, SHOUP, next(roles, "body"), 1)
+        tag = wide.product_tags(group, SHOUP)
 
         def const(v: int) -> Mem:
             return broadcast_const(b, v, self.bits)
