@@ -22,7 +22,7 @@ the claim is linear), once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
@@ -79,40 +79,51 @@ HIGH = Template("mulhu", _HALVES + _PIECES + (
 TEMPLATES = (LOW, HIGH)
 
 
-def product_tags(group: int, kind: str) -> Callable[[], IdiomTag]:
-    """Tags for one product's instructions, `emit`'s `tag`: the first its start, every later one its body."""
-    roles = iter(("start",))
-    return lambda: IdiomTag(group, kind, next(roles, "body"), 1)
+@dataclass
+class Product:
+    """One tagged product whose multiplications are templates: its
+    instructions carry the idiom tag (the first its start, the last, from
+    `end`, its end), `const(v)` supplies broadcast constants, and a piece
+    computed once is shared, so that two templates on the same x share its
+    halves and pieces."""
 
+    b: Builder
+    group: int
+    kind: str
+    const: Callable[[int], Mem]
+    _shared: dict = field(default_factory=dict)
+    _started: bool = False
 
-def emit(b: Builder, template: Template, x, y, yh, tag: Callable[[], IdiomTag | None],
-         const: Callable[[int], Mem], shared: dict, comment: str = "") -> VReg:
-    """Emit `template` for x*y (`yh`: y >> 32 as an operand, or None to
-    compute it). `tag()` gives each instruction's idiom tag, `const(v)` a
-    broadcast constant; `shared` maps (op, sources) to registers already
-    computed, so that two templates on the same x share its pieces. The
-    first instruction emitted carries `comment`."""
-    notes = iter((comment,))
-
-    def once(name: str, a, c) -> VReg:
+    def op(self, name: str, a, c, notes=None) -> VReg:
+        """`name` on a and c inside the product (computed once; a new
+        instruction takes its comment from `notes`)."""
         key = (name, a, c)
-        if key not in shared:
-            shared[key] = b.op(name, a, c, idiom=tag(), comment=next(notes, ""))
-        return shared[key]
+        if key not in self._shared:
+            role, self._started = ("body" if self._started else "start"), True
+            self._shared[key] = self.b.op(name, a, c, idiom=IdiomTag(self.group, self.kind, role, 1),
+                                          comment=next(notes, "") if notes is not None else "")
+        return self._shared[key]
 
-    env = {"x": x, "y": y}
-    if yh is not None:
-        env["yh"] = yh
+    def end(self, name: str, a, c) -> VReg:
+        return self.b.op(name, a, c, idiom=IdiomTag(self.group, self.kind, "end", 1))
 
-    def value(name: str):
-        if name not in env:  # y >> 32, computed where first read (x's pieces come first)
-            env[name] = once(by_width("srl", BITS), y, Imm(HALF))
-        return env[name]
+    def emit(self, template: Template, x, y, yh=None, comment: str = "") -> VReg:
+        """`template` for x*y (`yh`: y >> 32 as an operand, or None to
+        compute it); the first instruction emitted carries `comment`."""
+        notes = iter((comment,))
+        env = {"x": x, "y": y}
+        if yh is not None:
+            env["yh"] = yh
 
-    for op, dst, a, c in template.steps:
-        src_c = value(c) if isinstance(c, str) else Imm(c) if op in ("srl", "sll") else const(c)
-        env[dst] = once(by_width(op, BITS), value(a), src_c)
-    return env[template.result]
+        def value(name: str):
+            if name not in env:  # y >> 32, computed where first read (x's pieces come first)
+                env[name] = self.op(by_width("srl", BITS), y, Imm(HALF), notes)
+            return env[name]
+
+        for op, dst, a, c in template.steps:
+            src_c = value(c) if isinstance(c, str) else Imm(c) if op in ("srl", "sll") else self.const(c)
+            env[dst] = self.op(by_width(op, BITS), value(a), src_c, notes)
+        return env[template.result]
 
 
 # -- recognition in the verifier's lane terms: ("leaf", value, lane), ("imm", k) or (op, term, term)

@@ -235,24 +235,15 @@ class UnsignedMontgomery:
         return (w,)
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
-        group = b.new_group()
-        tag = wide.product_tags(group, "montgomery")
-
-        def const(v: int) -> Mem:
-            return broadcast_const(b, v, self.bits)
-
-        shared: dict = {}
+        p = wide.Product(b, b.new_group(), "montgomery", lambda v: broadcast_const(b, v, self.bits))
         if len(factor) == 1:  # t = lo(lo(x*w)*q^-1)
             w, w_hi = factor[0], None
-            low = wide.emit(b, wide.LOW, x, w, None, tag, const, shared)
-            t = wide.emit(b, wide.LOW, low, const(self.qinv), const(self.qinv >> wide.HALF), tag, const, shared)
+            t = p.emit(wide.LOW, p.emit(wide.LOW, x, w), p.const(self.qinv), p.const(self.qinv >> wide.HALF))
         else:
             w, wq, w_hi, wq_hi = factor
-            t = wide.emit(b, wide.LOW, x, wq, wq_hi, tag, const, shared)
-        high = wide.emit(b, wide.HIGH, x, w, w_hi, tag, const, shared)
-        lifted = b.op(by_width("add", self.bits), high, q, idiom=tag())
-        tq = wide.emit(b, wide.HIGH, t, q, const(self.q >> wide.HALF), tag, const, shared)
-        return b.op(by_width("sub", self.bits), lifted, tq, idiom=IdiomTag(group, "montgomery", "end", 1))
+            t = p.emit(wide.LOW, x, wq, wq_hi)
+        lifted = p.op(by_width("add", self.bits), p.emit(wide.HIGH, x, w, w_hi), q)
+        return p.end(by_width("sub", self.bits), lifted, p.emit(wide.HIGH, t, q, p.const(self.q >> wide.HALF)))
 
     def bound(self, x_max: int, w_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, 0 <= w <= w_max."""

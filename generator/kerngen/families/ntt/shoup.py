@@ -118,16 +118,10 @@ class Shoup:
         """The same product with each multiplication a template of 32-bit
         pieces: Q = HIGH(x, w'), then LOW(x, w) - LOW(Q, q), x's halves shared."""
         w, wp, w_hi, wp_hi = factor if len(factor) == 4 else (*factor, None, None)
-        tag = wide.product_tags(group, SHOUP)
-
-        def const(v: int) -> Mem:
-            return broadcast_const(b, v, self.bits)
-
-        shared: dict = {}
-        quotient = wide.emit(b, wide.HIGH, x, wp, wp_hi, tag, const, shared, comment)
-        xw = wide.emit(b, wide.LOW, x, w, w_hi, tag, const, shared)
-        qq = wide.emit(b, wide.LOW, quotient, q, const(self.q >> wide.HALF), tag, const, shared)
-        return b.op(by_width("sub", self.bits), xw, qq, idiom=IdiomTag(group, SHOUP, "end", 1))
+        p = wide.Product(b, group, SHOUP, lambda v: broadcast_const(b, v, self.bits))
+        quotient = p.emit(wide.HIGH, x, wp, wp_hi, comment)
+        xw = p.emit(wide.LOW, x, w, w_hi)
+        return p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.const(self.q >> wide.HALF)))
 
     def bound(self, x_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
