@@ -27,6 +27,7 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"width": 32, "q": 65537}, "q", "at least 2^20"),
     ({"width": 32, "q": 8380417, "layers": 9}, "layers", "between 5 and 8"),
     ({"isa": "neon"}, "isa", "avx2"),
+    ({"isa": ["avx2", "scalar"]}, "isa", "needs width = 64"),
     ({"mul": "karatsuba"}, "mul", "one of auto, montgomery, shoup"),
     ({"mul": "shoup", "q": 40961, "n": 256}, "q", "below 2^15"),  # too large for the lane at all
     ({"mul": "shoup", "q": 17921}, "mul", "q < 2^14"),  # prime, 2^9 | q - 1, but 4q leaves uint16

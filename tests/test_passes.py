@@ -21,7 +21,7 @@ from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.harness import driver
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
-from kerngen.ir.ops import OPS, by_width, spec
+from kerngen.ir.ops import OPS, by_width, has, spec
 from kerngen.ir.stream import executed
 from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
 from kerngen.passes import roll as roll_pass
@@ -44,7 +44,13 @@ needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("g
 
 def test_every_vector_row_has_an_encoding_and_extensions():
     for op in OPS.values():
-        assert op.vex is not None or op.legacy is not None, op.name
+        # a row without an encoding stands for lanes lowered onto general registers, each lane by a
+        # general-register row doing the same (the scalar ISA)
+        assert op.encodable or op.on_gpr is not None, op.name
+        if op.on_gpr is not None:
+            lowered = spec(op.on_gpr)
+            assert lowered.gpr_only and lowered.encodable and lowered.elem == op.elem, op.name
+            assert lowered.arith is op.arith and lowered.generic == op.generic, op.name
         if op.vex is not None and not op.gpr_only:
             assert op.extensions(True, 128) and op.extensions(True, 256), op.name
         if op.legacy is not None and not op.gpr_only:
@@ -52,6 +58,7 @@ def test_every_vector_row_has_an_encoding_and_extensions():
     assert by_width("add", 16) == "vpaddw" and by_width("add", 32) == "vpaddd" and by_width("xor", 64) == "vpxor"
     with pytest.raises(KeyError):
         by_width("mulhi", 32)  # no 32-bit high multiply exists
+    assert not has("mullo", 64) and has("mullo", 64, lanes_on_gpr=True)  # 64-bit lanes multiply on GPRs only
 
 
 def test_lane_routes_move_whole_lanes_and_see_splits():

@@ -120,18 +120,18 @@ def test_win64_unwind_codes_describe_the_prologue():
     bytes, ALLOC_LARGE (size/8 in one extra slot) above."""
     assert GPR_NAMES.index("rbx") == 3 and GPR_NAMES.index("rbp") == RBP == 5 and GPR_NAMES.index("rsi") == 6
     assert [GPR_NAMES.index(f"r{k}") for k in range(8, 16)] == list(range(8, 16))
-    small = Frame((), ("rbx", "rsi"), 0, (("xmm6", 0), ("xmm9", 16)), "movdqa", False,
+    small = Frame((), (), ("rbx", "rsi"), 0, (("xmm6", 0), ("xmm9", 16)), "movdqa", False,
                   unwind=True, alloc=40)
     assert [(c.label, c.op, c.info, c.extra) for c in small.unwind_codes] == [
         (0, 0, 3, ()), (1, 0, 6, ()), (2, 2, 4, ()), (3, 8, 6, (0,)), (4, 8, 9, (1,))]
     assert small.unwind_slots == 7 and small.frame_register == 0
-    large = Frame((), ("rbp",), 0, tuple((f"xmm{6 + k}", 16 * k) for k in range(10)), "vmovdqa", True,
+    large = Frame((), (), ("rbp",), 0, tuple((f"xmm{6 + k}", 16 * k) for k in range(10)), "vmovdqa", True,
                   unwind=True, alloc=160, frame_pointer=True, spill_bytes=64)
     codes = large.unwind_codes
     assert (codes[1].op, codes[1].info, codes[1].extra) == (1, 0, (20,))
     assert (codes[-1].label, codes[-1].op, codes[-1].info) == (12, 3, 0)
     assert large.unwind_slots == 1 + 2 + 20 + 1 and large.frame_register == RBP
-    leaf = Frame((("r10", 40),), (), 0, (), "movdqa", False, unwind=True)
+    leaf = Frame((("r10", 40),), (), (), 0, (), "movdqa", False, unwind=True)
     assert not leaf.has_frame and leaf.unwind_codes == ()
 
 

@@ -22,6 +22,7 @@ from kerngen.ir.ops import by_width, spec, unsigned
 from kerngen.passes import wide
 from kerngen.passes.lemmas import LemmaError, prove
 from kerngen.passes.verify import verify_kernel
+from kerngen.target.isa import AVX2, SCALAR, SSE
 
 Q62 = 4611686018326724609  # NFLlib's 62-bit prime, 2^62 - 3*2^25 + 1
 Q50 = 1125899906826241  # a 50-bit prime = 1 mod 2^14
@@ -95,18 +96,28 @@ def test_recognition_takes_a_precomputed_high_half_and_refuses_a_wrong_one():
     assert wide.recognise(swap_high(term, leaf("wh", (w[2] >> 32) + 1)), value)[0] == "add"  # not a product
 
 
-@pytest.mark.parametrize("vex", [True, False])
-def test_the_conditional_subtraction_without_an_unsigned_minimum(vex):
+@pytest.mark.parametrize("isa, last", [(AVX2, "select_negative"), (SSE, "add")])
+def test_the_conditional_subtraction_without_an_unsigned_minimum(isa, last):
     """x - 2q where x >= 2q, as x - 2q reads non-negative: exact below 2q + 2^63, x kept above."""
     c = 2 * Q62
-    idiom = conditional_subtraction(Q62, c, 64, vex)
-    assert [s[0] for s in idiom.steps][-1] == ("select_negative" if vex else "add")
+    idiom = conditional_subtraction(Q62, c, 64, isa)
+    assert [s[0] for s in idiom.steps][-1] == last
     lemma = prove(idiom)
     assert lemma.range_for(0, 2 * c - 1) == (0, c - 1)
     assert lemma.range_for(c, c + 5) == (0, 5)
     edge = c + (1 << 63)
     assert lemma.range_for(edge - 1, edge - 1) == ((1 << 63) - 1,) * 2
     assert lemma.range_for(edge, TOP) == (edge, TOP)
+
+
+def test_the_scalar_conditional_subtraction_is_an_unsigned_minimum():
+    """On general registers (cmp, cmovb): exact for every x below 2c, x kept above."""
+    c = 2 * Q62
+    idiom = conditional_subtraction(Q62, c, 64, SCALAR)
+    assert [s[0] for s in idiom.steps] == ["sub", "minu"]
+    lemma = prove(idiom)
+    assert lemma.range_for(0, 2 * c - 1) == (0, c - 1)
+    assert lemma.range_for(c + (1 << 63), c + (1 << 63)) == ((1 << 63),) * 2
 
 
 def test_a_conditional_subtraction_of_a_non_multiple_of_q_is_refused():
@@ -216,14 +227,14 @@ def test_sums_of_products_and_canonical_outputs_on_64_bit_lanes():
 @given(st.sampled_from([4, 16, 64]), st.integers(min_value=50, max_value=62), st.integers(min_value=0, max_value=1 << 30),
        st.sampled_from(["index", "eager", "layer", "minimal"]))
 def test_random_50_to_62_bit_primes_emit_verify_and_pass(n, bits, seed, policy):
-    """A prime of `bits` bits with 2n | q - 1 drawn, both ISAs: every kernel
+    """A prime of `bits` bits with 2n | q - 1 drawn, every ISA: every kernel
     verified (the templates, the Shoup and Montgomery products on 64-bit
-    lanes) and passing against SymPy."""
+    lanes, and on general registers) and passing against SymPy."""
     step = 2 * n
     q = ((1 << (bits - 1)) + seed * step) // step * step + 1
     while not sympy.isprime(q):
         q += step
     assert q.bit_length() == bits
-    p = _params(n, q, reduction=policy, isa=["avx2", "sse"])
+    p = _params(n, q, reduction=policy, isa=["avx2", "sse", "scalar"])
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures

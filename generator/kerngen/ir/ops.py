@@ -289,6 +289,18 @@ class Op:
     widen: str | None = None
     halves: bool = False  # the 256-bit form works on each 128-bit half alone (so it splits into two xmm forms)
     selector_first: bool = False  # the first source is also the selector operand, printed again last (vblendvpd)
+    # the general-register row each lane of this vector operation becomes where lanes live in general
+    # registers (the scalar ISA, `passes.legalise`); None: no such lowering
+    on_gpr: str | None = None
+    # the assembly lines of a general-register operation spelt as several instructions, as format strings
+    # over the operand texts ({0} the destination); None: one instruction, its mnemonic and operands
+    lines: tuple[str, ...] | None = None
+
+    @property
+    def encodable(self) -> bool:
+        """Whether some x86 instruction does this on vectors or registers as written (else the
+        row stands for lanes lowered one by one onto general registers, `on_gpr`)."""
+        return self.vex is not None or self.legacy is not None
 
     @cached_property  # asked of every instruction by every pass
     def written(self) -> tuple[int, ...]:
@@ -349,14 +361,14 @@ _CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcast
 
 
 def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
-         commutative=False, widen=None, selector_first=False):
+         commutative=False, widen=None, selector_first=False, on_gpr=None, lines=None):
     s = _sig(sig)
     if tied is None:  # a legacy three-operand form keeps its destination as first source
         tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
     halves = vex is not None and name not in _CROSSING and any(slot.kind in ("v", "vm") for slot in s) and \
         all(slot.kind != "g" and slot.kind != "gm" for slot in s)
     _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, widen, halves,
-                    selector_first))
+                    selector_first, on_gpr, lines))
 
 
 # moves between registers and memory (sizes: the memory operand's)
@@ -384,9 +396,9 @@ _row("vpbroadcastq_x", "w:v,r:v", "shuffle", "vpbroadcastq", None, _needs(None, 
 # element-wise arithmetic
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
     _row(f"vpadd{_s}", _VEX3, "alu", f"vpadd{_s}", f"padd{_s}", _needs("SSE2", "AVX"), elem=_w, generic="add",
-         arith=ADD, commutative=True)
+         arith=ADD, commutative=True, on_gpr="add64" if _w == 64 else None)
     _row(f"vpsub{_s}", _VEX3, "alu", f"vpsub{_s}", f"psub{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sub",
-         arith=SUB)
+         arith=SUB, on_gpr="sub64" if _w == 64 else None)
 _row("vpmullw", _VEX3, "mul", "vpmullw", "pmullw", _needs("SSE2", "AVX"), elem=16, generic="mullo", arith=MULLO,
      commutative=True)
 _row("vpmulhw", _VEX3, "mul", "vpmulhw", "pmulhw", _needs("SSE2", "AVX"), elem=16, generic="mulhi", arith=MULHI,
@@ -416,6 +428,15 @@ _row("vpor", _VEX3, "alu", "vpor", "por", _needs("SSE2", "AVX"), generic="or", a
 _row("vpxor", _VEX3, "alu", "vpxor", "pxor", _needs("SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
 _row("vpcmpgtq", _VEX3, "alu", "vpcmpgtq", "pcmpgtq", _needs("SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
+_LOWERED = _needs(None, None)
+# 64-bit lanes have no multiplication and no unsigned minimum below AVX-512: these rows have no vector
+# encoding and exist for the scalar ISA, whose lanes are lowered one by one onto general registers
+_row("mullo64", _VEX3, "mul", None, None, _LOWERED, elem=64, generic="mullo", arith=MULLO,
+     commutative=True, on_gpr="imul64")
+_row("mulhu64", _VEX3, "mul", None, None, _LOWERED, elem=64, generic="mulhu", arith=MULHU, commutative=True,
+     on_gpr="mulx64")
+_row("minu64", _VEX3, "alu", None, None, _LOWERED, elem=64, generic="minu", arith=MINU, commutative=True,
+     on_gpr="cmovb64")
 # the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
 _row("vblendvpd", _VEX3, "alu", "vblendvpd", None, _needs(None, "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
@@ -477,6 +498,20 @@ _row("shl", "rw:g,r:i", "alu", None, "shl", _GPR)
 _row("shr", "rw:g,r:i", "alu", None, "shr", _GPR)
 _row("shld", "rw:g,r:g,r:i", "alu", None, "shld", _GPR)
 _row("shrd", "rw:g,r:g,r:i", "alu", None, "shrd", _GPR)
+# lanes on general registers (the scalar ISA): the vector rows' operations in the same three-operand form,
+# destination tied to the first source (two-operand instructions) unless spelt otherwise
+_GPR3 = "w:g,r:g,r:gm"
+_row("load64_gpr", "w:g,r:m", "load", None, "mov", _GPR, elem=64, move=IDENTITY)
+_row("add64", _GPR3, "alu", None, "add", _GPR, tied=True, elem=64, generic="add", arith=ADD, commutative=True)
+_row("sub64", _GPR3, "alu", None, "sub", _GPR, tied=True, elem=64, generic="sub", arith=SUB)
+_row("imul64", _GPR3, "mul", None, "imul", _GPR, tied=True, elem=64, generic="mullo", arith=MULLO, commutative=True)
+# mulx multiplies by rdx (kept out of every allocation pool on this ISA: `Isa.reserved_gprs`); naming the
+# destination twice keeps the high half alone
+_row("mulx64", _GPR3, "mul", None, "mulx", _needs(None, None, extra=("BMI2",)), tied=False, elem=64,
+     generic="mulhu", arith=MULHU, commutative=True, lines=("mov rdx, {1}", "mulx {0}, {0}, {2}"))
+# the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
+_row("cmovb64", _GPR3, "alu", None, "cmovb", _GPR, tied=True, elem=64, generic="minu", arith=MINU,
+     commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
 _row("movq_to_gpr", "w:g,r:v", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
 _row("movq_from_gpr", "w:v,r:g", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
 _row("pextrq", "w:g,r:v,r:i", "shuffle", "vpextrq", "pextrq", _needs("SSE4.1", "AVX"))
@@ -488,7 +523,7 @@ _row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", "vpinsrw", "pinsrw", _needs("SSE2",
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
 _BY_WIDTH: dict[tuple[str, int], str] = {}
 for _op in _ROWS:
-    if _op.generic is not None:
+    if _op.generic is not None and not _op.gpr_only:  # general-register rows are reached through `on_gpr`
         _BY_WIDTH.setdefault((_op.generic, _op.elem or 0), _op.name)
 
 
@@ -509,9 +544,15 @@ def by_width(generic: str, bits: int) -> str:
     return found
 
 
-def has(generic: str, bits: int) -> bool:
-    """Whether some instruction does `generic` on `bits`-bit elements."""
-    return (generic, bits) in _BY_WIDTH or (generic, 0) in _BY_WIDTH
+def has(generic: str, bits: int, lanes_on_gpr: bool = False) -> bool:
+    """Whether some vector instruction does `generic` on `bits`-bit elements,
+    or with `lanes_on_gpr` (each lane on a general register of its own) some
+    row lowered onto general registers does."""
+    name = _BY_WIDTH.get((generic, bits)) or _BY_WIDTH.get((generic, 0))
+    if name is None:
+        return False
+    row = OPS[name]
+    return row.on_gpr is not None if lanes_on_gpr else row.encodable
 
 
 def generic_name(name: str) -> str:

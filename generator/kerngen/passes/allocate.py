@@ -3,7 +3,8 @@
 Kernels are fully unrolled, so the whole future is known: when a register is
 needed and none is free, the value whose next use is furthest away is evicted
 (Belady's rule). Values that are copies of constant memory are rematerialised
-by reloading them instead of being spilled; others go to 32-byte stack slots.
+by reloading them instead of being spilled; others go to 32-byte stack slots
+(a general register's value to the first 8 bytes of one).
 Reads from a slot that accepts memory are folded into the instruction, except
 a constant that is read again soon.
 """
@@ -23,6 +24,7 @@ from ..ir.ops import spec
 # every few instructions); a reload costs one load and, at worst, the spill
 # of a value needed later. Spilled values are always folded where they can be.
 _FOLD_DISTANCE = 8
+_RELOADS = ("load", "load_aligned", "load64_gpr")  # loads that reread a value's whole home
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class Allocation:
 class RegisterPools:
     vector: tuple[int, ...] = tuple(range(16))
     gpr: tuple[int, ...] = ()
+    # whether a general register's value may go to the stack (lanes on general registers); else running
+    # out of them is an AllocationError, on which a family may retry with more registers or another plan
+    spill_gprs: bool = False
 
 
 def _virtual(op: Operand) -> bool:
@@ -107,11 +112,16 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             raise AllocationError(f"no {k} register can be freed at instruction {now}")
         r = reg_of[best]
         if best not in home and best_use < (1 << 60):
-            if k != "vec":
-                raise AllocationError("general-register spilling is not supported")
+            if k != "vec" and not pools.spill_gprs:
+                raise AllocationError("no general register can be freed without a spill, and none is allowed")
             slot = spill_slot()
-            out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
-            home[best] = ("load_aligned", slot)
+            if k == "vec":
+                out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
+                home[best] = ("load_aligned", slot)
+            else:
+                slot = Mem(slot.base, slot.offset, 8)
+                out.append(Instr("mov_store", (slot, phys(best)), "spill"))
+                home[best] = ("load64_gpr", slot)
         release(best)
         return r
 
@@ -141,7 +151,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             reload_op, mem = home[v]
             foldable = s.slots[idx].kind in ("vm", "gm") and "w" not in s.slots[idx].access
             soon = mem.base != StackBase() and next_use(v, i + 1) - i < _FOLD_DISTANCE
-            if foldable and not soon and reload_op in ("load", "load_aligned") and not _read_twice(ins, v):
+            if foldable and not soon and reload_op in _RELOADS and not _read_twice(ins, v):
                 new_ops[idx] = mem
                 continue
             take(v, i, pinned)

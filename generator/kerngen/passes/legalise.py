@@ -18,14 +18,24 @@ target, three steps:
    destination takes its register (the result is renamed to it): no copy;
    else, if the operation commutes and the second source dies, the sources
    swap; else a copy of the first source comes first.
+
+For the scalar ISA (lanes on general registers), one step replaces the
+first two: each lane of a vector becomes a general register of its own,
+an element-wise operation one general-register operation per lane (the
+table's `on_gpr`), a movement of whole lanes a renaming, a load or store
+one `mov` per lane (one for a broadcast constant). The kernel is still its
+AVX2 twin, lane by lane, in an order that finishes one lane's chain before
+the next (`schedule`), since general registers are few; then the tie.
 """
 
 from __future__ import annotations
 
 from ..core.errors import CheckError
-from ..ir.instr import VECTOR_BITS, Builder, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
+from ..ir.instr import VECTOR_BITS, Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
+from ..ir.lanes import move_lanes
 from ..ir.ops import by_width, spec
 from ..target.target import Target
+from .schedule import stores_first_depth
 
 WIDE, HALF = VECTOR_BITS, VECTOR_BITS // 2
 
@@ -34,10 +44,77 @@ def legalise(body: list[Instr], target: Target, builder: Builder) -> list[Instr]
     """`builder` supplies fresh registers, groups and constant tables."""
     if target.isa.vex:
         return list(body)
+    if target.isa.lanes_on_gpr:
+        return _tie(stores_first_depth(_onto_gprs(body, builder, target.lane_bits)))
     expanded: list[Instr] = []
     for ins in _split(body, builder):
         expanded += _rewrite(ins, builder)
     return _tie(expanded)
+
+
+def _lane_tag(tag: IdiomTag | None, part: int, groups: dict[tuple[int, int], int], b: Builder) -> IdiomTag | None:
+    """An idiom's tag on one part of a split vector: each part is an idiom of its own."""
+    if tag is None:
+        return None
+    key = (tag.group, part)
+    if key not in groups:
+        groups[key] = b.new_group()
+    return IdiomTag(groups[key], tag.kind, tag.role, tag.source)
+
+
+def _onto_gprs(body: list[Instr], b: Builder, bits: int) -> list[Instr]:
+    size = bits // 8
+    lanes: dict[VReg, tuple[GReg, ...]] = {}
+    groups: dict[tuple[int, int], int] = {}
+    out: list[Instr] = []
+
+    def lane(op, k: int):
+        if isinstance(op, VReg):
+            return lanes[op][k]
+        if isinstance(op, Mem):
+            return Mem(op.base, op.offset + size * k, size)
+        return op
+
+    def loaded(ins: Instr, dst: VReg, src: Mem, n: int, broadcast: bool) -> None:
+        if broadcast or _same_parts(src, n, b):  # a constant one register serves in every lane
+            one = b.greg()
+            out.append(Instr("load64_gpr", (one, lane(src, 0)), ins.comment))
+            lanes[dst] = (one,) * n
+            return
+        lanes[dst] = tuple(b.greg() for _ in range(n))
+        for k in range(n):
+            out.append(Instr("load64_gpr", (lanes[dst][k], lane(src, k)), ins.comment if k == 0 else ""))
+
+    for ins in body:
+        ops = ins.operands
+        if not any(isinstance(op, VReg) for op in ops):
+            out.append(ins)
+            continue
+        s = spec(ins.op)
+        n = ops[1 if s.cls == "store" else 0].bits // bits
+        if s.cls == "load" and isinstance(ops[1], Mem):
+            loaded(ins, ops[0], ops[1], n, s.move is not None and s.move.unit == bits and ops[1].size == size)
+        elif s.cls == "store":
+            for k in range(n):
+                out.append(Instr("mov_store", (lane(ops[0], k), lane(ops[1], k)), ins.comment if k == 0 else ""))
+        elif s.on_gpr is not None:
+            lanes[ops[0]] = tuple(b.greg() for _ in range(n))
+            for k in range(n):
+                out.append(Instr(s.on_gpr, tuple(lane(op, k) for op in ops), ins.comment if k == 0 else "",
+                                 _lane_tag(ins.idiom, k, groups, b)))
+        elif s.move is not None and s.arith is None:  # whole lanes moved: a renaming
+            sources = [list(lanes[op]) for op in ops[1:] if isinstance(op, VReg)]
+            if len(sources) != sum(1 for op in ops[1:] if not isinstance(op, Imm)):
+                raise CheckError(f"{ins.op} moves lanes from memory; the scalar ISA renames registers only")
+            imm = next((op.value for op in ops if isinstance(op, Imm)), None)
+            moved = move_lanes(s, sources, imm, bits, n, None)
+            if moved is None or not all(isinstance(x, GReg) for x in moved):
+                raise CheckError(f"{ins.op} moves parts of lanes or zeros; lanes on general registers "
+                                 "can only be renamed")
+            lanes[ops[0]] = tuple(moved)
+        else:
+            raise CheckError(f"{ins.op} has no lowering onto general registers (the table's on_gpr)")
+    return out
 
 
 def _split(body: list[Instr], b: Builder) -> list[Instr]:
@@ -80,23 +157,22 @@ def _split(body: list[Instr], b: Builder) -> list[Instr]:
             operands = tuple(half(op, h) for op in ops)
             if ins.op == by_width("blend", 32):  # one selector bit per dword of the whole register
                 operands = operands[:3] + (Imm(ops[3].value >> (4 * h) & 0xF),)
-            tag = ins.idiom
-            if tag is not None:  # each half is its own idiom
-                key = (tag.group, h)
-                if key not in groups:
-                    groups[key] = b.new_group()
-                tag = IdiomTag(groups[key], tag.kind, tag.role, tag.source)
-            out.append(Instr(ins.op, operands, ins.comment if h == 0 else "", tag))
+            out.append(Instr(ins.op, operands, ins.comment if h == 0 else "", _lane_tag(ins.idiom, h, groups, b)))
     return out
 
 
 def _same_halves(op, b: Builder) -> bool:
     """Whether a 256-bit memory operand is a constant whose two halves are equal."""
-    if not isinstance(op, Mem) or not isinstance(op.base, TableBase) or op.size != WIDE // 8:
+    return _same_parts(op, 2, b) and op.size == WIDE // 8
+
+
+def _same_parts(op, parts: int, b: Builder) -> bool:
+    """Whether a memory operand is a constant made of `parts` equal parts."""
+    if not isinstance(op, Mem) or not isinstance(op.base, TableBase):
         return False
     t = b.tables[op.base.label]
-    first, half_elems = op.offset // t.elem_bytes, HALF // 8 // t.elem_bytes
-    return t.values[first:first + half_elems] == t.values[first + half_elems:first + 2 * half_elems]
+    first, per = op.offset // t.elem_bytes, op.size // parts // t.elem_bytes
+    return all(t.values[first:first + per] == t.values[first + k * per:first + (k + 1) * per] for k in range(parts))
 
 
 def _rewrite(ins: Instr, b: Builder) -> list[Instr]:
@@ -124,7 +200,7 @@ def _tie(body: list[Instr]) -> list[Instr]:
     last: dict[Operand, int] = {}
     for i, ins in enumerate(body):
         for op in ins.read:
-            if isinstance(op, VReg):
+            if isinstance(op, (VReg, GReg)):
                 last[op] = i
     rename: dict[Operand, Operand] = {}
     out: list[Instr] = []
@@ -137,7 +213,7 @@ def _tie(body: list[Instr]) -> list[Instr]:
         dst, a, b = ops[0], ops[1], ops[2]
 
         def dies(v) -> bool:
-            return isinstance(v, VReg) and last.get(v, -1) <= i
+            return isinstance(v, (VReg, GReg)) and last.get(v, -1) <= i
 
         if dies(a) or (s.commutative and dies(b) and b != a):
             tag = ins.idiom
@@ -155,6 +231,6 @@ def _tie(body: list[Instr]) -> list[Instr]:
             copy_tag = IdiomTag(ins.idiom.group, ins.idiom.kind, "start", 1)
         elif ins.idiom is not None:
             copy_tag = IdiomTag(ins.idiom.group, ins.idiom.kind, "body")
-        out.append(Instr("copy", (dst, a), ins.comment, copy_tag))
+        out.append(Instr("mov" if isinstance(dst, GReg) else "copy", (dst, a), ins.comment, copy_tag))
         out.append(Instr(ins.op, (dst, dst, b) + ops[3:], "", op_tag))
     return out

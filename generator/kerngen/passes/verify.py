@@ -339,7 +339,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         sources = [mc.value(op, index, ins, lanes if s.move is None else mc.model_lanes) for op in reads
                    if not isinstance(op, Imm)]
         copy = s.cls == "move" and ins.op in ("copy", "mov") and not isinstance(reads[0], Mem)
-        reload = s.cls == "load" and isinstance(reads[0], Mem) and isinstance(reads[0].base, StackBase)
+        reload = s.cls in ("load", "move") and isinstance(reads[0], Mem) and isinstance(reads[0].base, StackBase)
         if copy or reload:
             result = sources[0]  # a copy, or a spilled value reloaded, is the same value
         else:

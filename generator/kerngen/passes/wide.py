@@ -85,12 +85,14 @@ class Product:
     instructions carry the idiom tag (the first its start, the last, from
     `end`, its end), `const(v)` supplies broadcast constants, and a piece
     computed once is shared, so that two templates on the same x share its
-    halves and pieces."""
+    halves and pieces. `native`: the target multiplies 64-bit lanes itself
+    (lanes on general registers), and each template is its one operation."""
 
     b: Builder
     group: int
     kind: str
     const: Callable[[int], Mem]
+    native: bool = False
     _shared: dict = field(default_factory=dict)
     _started: bool = False
 
@@ -104,6 +106,10 @@ class Product:
                                           comment=next(notes, "") if notes is not None else "")
         return self._shared[key]
 
+    def high_half(self, v: int) -> Mem | None:
+        """A constant y's yh = y >> 32 for `emit`; None where the product is native (nothing to supply)."""
+        return None if self.native else self.const(v >> HALF)
+
     def end(self, name: str, a, c) -> VReg:
         return self.b.op(name, a, c, idiom=IdiomTag(self.group, self.kind, "end", 1))
 
@@ -111,6 +117,8 @@ class Product:
         """`template` for x*y (`yh`: y >> 32 as an operand, or None to
         compute it); the first instruction emitted carries `comment`."""
         notes = iter((comment,))
+        if self.native:
+            return self.op(by_width(template.name, BITS), x, y, notes)
         env = {"x": x, "y": y}
         if yh is not None:
             env["yh"] = yh

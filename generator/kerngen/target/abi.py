@@ -8,7 +8,7 @@ loaded into a caller-saved register at entry and lives there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
@@ -24,11 +24,30 @@ class Abi:
     callee_saved_vectors: tuple[int, ...]  # xmm registers whose low 128 bits a callee preserves
     first_stack_arg: int  # offset from rsp at entry of the first argument passed on the stack
     stack_arg_homes: tuple[int, ...]  # caller-saved registers the stack arguments are loaded into
+    reserved: tuple[int, ...] = ()  # registers the ISA's instructions use implicitly: no argument lives there
+    moved_args: tuple[tuple[int, int], ...] = ()  # (arrival, home) of register arguments moved at entry
+
+    def reserving(self, registers: tuple[int, ...]) -> Abi:
+        """This convention on an ISA whose instructions use `registers`
+        implicitly (mulx reads rdx): a register argument arriving in one of
+        them is moved at entry to a caller-saved register no argument uses."""
+        if not registers:
+            return self
+        spare = [r for r in range(16) if r not in self.callee_saved_gprs and r not in self.arg_registers
+                 and r not in self.stack_arg_homes and r not in registers and r not in (RSP, RBP)]
+        moved = tuple(zip((r for r in self.arg_registers if r in registers), spare))
+        return replace(self, reserved=registers, moved_args=moved)
+
+    def entry_moves(self, nargs: int) -> tuple[tuple[int, int], ...]:
+        """(home, arrival) of the first `nargs` arguments that are moved at entry."""
+        arrivals = self.arg_registers[:nargs]
+        return tuple((home, arrival) for arrival, home in self.moved_args if arrival in arrivals)
 
     def arg_home(self, index: int) -> int:
         """The GPR holding pointer argument `index` throughout the kernel."""
         if index < len(self.arg_registers):
-            return self.arg_registers[index]
+            arrival = self.arg_registers[index]
+            return dict(self.moved_args).get(arrival, arrival)
         k = index - len(self.arg_registers)
         if k >= len(self.stack_arg_homes):
             raise ValueError(f"{self.name}: argument {index} has no register to be loaded into")
@@ -41,7 +60,7 @@ class Abi:
 
     def scratch_gprs(self, nargs: int) -> tuple[int, ...]:
         """Caller-saved registers free for the kernel once `nargs` pointers are live."""
-        taken = {self.arg_home(i) for i in range(nargs)} | {RSP, RBP}
+        taken = {self.arg_home(i) for i in range(nargs)} | {RSP, RBP} | set(self.reserved)
         return tuple(r for r in range(16) if r not in self.callee_saved_gprs and r not in taken)
 
 

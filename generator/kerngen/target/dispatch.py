@@ -1,7 +1,7 @@
 """The dispatch unit of a bundle built for several ISAs (NAME_dispatch.c).
 
 For each function it defines the name without the ISA suffix; the first
-call picks the widest ISA whose kernels the CPU can run, from the CPU
+call picks the preferred ISA (AVX2, then scalar, then SSE) whose kernels the CPU can run, from the CPU
 features the required-ISA pass found in those kernels (CPUID) and the
 register state they need the OS to save (XGETBV), and every call goes
 there. The C text is templates/dispatch.j2; this module derives what it
@@ -48,7 +48,7 @@ class Entry:
 @dataclass(frozen=True)
 class Dispatch:
     prefix: str
-    isas: tuple[IsaTest, ...]  # the order of preference: widest vectors first
+    isas: tuple[IsaTest, ...]  # in the order of preference (`Isa.preference`)
     leaves: tuple[tuple[str, int, int], ...]  # (variable, leaf, subleaf) the tests read
     entries: tuple[Entry, ...]
     not_dispatched: tuple[str, ...]  # functions some ISA has no kernel for: call their suffixed names
@@ -83,7 +83,7 @@ def dispatch(bundle: Bundle) -> Dispatch | None:
         by_isa.setdefault(fn.isa, []).append(fn)
     if len(by_isa) < 2:
         return None
-    order = sorted(by_isa, key=lambda name: -ISAS[name].vector_bits)  # stable: the bundle's order among equals
+    order = sorted(by_isa, key=lambda name: ISAS[name].preference)
     names: dict[str, dict[str, Function]] = {}
     for isa in order:
         names[isa] = {fn.symbol.removesuffix("_" + isa): fn for fn in by_isa[isa]}

@@ -56,6 +56,7 @@ class UnwindCode:
 @dataclass(frozen=True)
 class Frame:
     stack_args: tuple[tuple[str, int], ...]  # (home register, offset from rsp at entry)
+    entry_moves: tuple[tuple[str, str], ...]  # (home, arrival) of register arguments moved at entry
     pushes: tuple[str, ...]  # in push order (Win64: rbp last when it is the frame pointer)
     stack_bytes: int  # System V: the aligned area below the frame pointer: spills, then vector saves
     saves: tuple[tuple[str, int], ...]  # (xmm register, offset in the area; Win64: in the fixed allocation)
@@ -109,20 +110,21 @@ def registers_used(kernel: Kernel, kind: str) -> list[int]:
 def frame_of(kernel: Kernel) -> Frame:
     abi = kernel.target.abi
     stack_args = tuple((GPR_NAMES[r], off) for r, off in abi.stack_args(len(kernel.args)))
+    moves = tuple((GPR_NAMES[h], GPR_NAMES[a]) for h, a in abi.entry_moves(len(kernel.args)))
     pushes = tuple(GPR_NAMES[r] for r in registers_used(kernel, "gpr") if r in abi.callee_saved_gprs)
     spill = SLOT_BYTES * kernel.spill_slots
     saved = [r for r in registers_used(kernel, "vec") if r in abi.callee_saved_vectors]
     save_move = spec("store_aligned").mnemonic(kernel.target.isa.vex)
     if kernel.target.fmt.unwind_tables:
-        return _win64_frame(kernel, stack_args, pushes, spill, saved, save_move)
+        return _win64_frame(kernel, stack_args, moves, pushes, spill, saved, save_move)
     saves = tuple((f"xmm{r}", spill + SAVE_BYTES * k) for k, r in enumerate(saved))
     area = spill + SAVE_BYTES * len(saves)
     area += -area % SLOT_BYTES
-    return Frame(stack_args, pushes, area, saves, save_move, kernel.dirty_upper)
+    return Frame(stack_args, moves, pushes, area, saves, save_move, kernel.dirty_upper)
 
 
-def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], pushes: tuple[str, ...], spill: int,
-                 saved: list[int], save_move: str) -> Frame:
+def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], moves: tuple[tuple[str, str], ...],
+                 pushes: tuple[str, ...], spill: int, saved: list[int], save_move: str) -> Frame:
     frame_pointer = spill > 0
     if frame_pointer and "rbp" not in pushes:
         pushes += ("rbp",)
@@ -137,5 +139,5 @@ def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], pushes
     if size >= PAGE_BYTES:
         raise ValueError(f"{kernel.symbol}: a Win64 frame of {size} bytes (4 KiB or more) would need stack "
                          "probes (__chkstk), which kerngen does not emit")
-    return Frame(stack_args, pushes, 0, saves, save_move, kernel.dirty_upper, unwind=True, alloc=alloc,
+    return Frame(stack_args, moves, pushes, 0, saves, save_move, kernel.dirty_upper, unwind=True, alloc=alloc,
                  frame_pointer=frame_pointer, spill_bytes=spill)

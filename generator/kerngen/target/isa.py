@@ -4,11 +4,18 @@ An `Isa` names the widest vector registers, whether instructions take their
 VEX (three-operand) or legacy (two-operand) encoding, and the extensions
 every CPU running that ISA's code is assumed to have. A kernel needing more
 (found by the required-ISA pass) says so in its manifest entry.
+
+The scalar ISA keeps the vector model: builders write the same 256-bit
+vectors as for AVX2, and the legalisation pass puts each lane on a general
+register of its own (`lanes_on_gpr`), so the kernels and their NTT domain
+are those of AVX2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..ir.ops import has
 
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
@@ -23,6 +30,13 @@ class Isa:
     extensions: frozenset[str]  # what a CPU running this ISA's kernels has
     c_march: str  # what plain C is compiled for (-march) when compared with this ISA's kernels
     vector_registers: int = 16
+    lanes_on_gpr: bool = False  # each lane of a vector on a general register of its own (the scalar ISA)
+    reserved_gprs: tuple[int, ...] = ()  # general registers instructions use implicitly: never allocated
+    preference: int = 0  # where several ISAs' kernels can run, the lowest is called (`dispatch`)
+
+    def has(self, generic: str, bits: int) -> bool:
+        """Whether kernels for this ISA can do `generic` on `bits`-bit lanes."""
+        return has(generic, bits, self.lanes_on_gpr)
 
     def vector_bits_for(self, bits: int) -> int:
         """The register width that holds `bits` bits of data: xmm for up to
@@ -31,9 +45,14 @@ class Isa:
 
 
 AVX2 = Isa("avx2", 256, True, X86_64_V3, "native")
-SSE = Isa("sse", 128, False, X86_64_V2, "x86-64-v2")
+# the scalar ISA takes 64-bit lanes only, where SSE's two lanes are level with plain C and general
+# registers beat it (README, "64-bit lanes"): preferred to SSE, after AVX2
+SSE = Isa("sse", 128, False, X86_64_V2, "x86-64-v2", preference=2)
+# mulx's implicit source rdx (2) is reserved for it
+SCALAR = Isa("scalar", 256, False, frozenset({"BMI2"}), "native", vector_registers=0, lanes_on_gpr=True,
+             reserved_gprs=(2,), preference=1)
 
-ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE)}
+ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE, SCALAR)}
 
 
 def cpuinfo_name(extension: str) -> str:

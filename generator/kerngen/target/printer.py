@@ -76,6 +76,10 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
         return _control_text(ins)
     vex = target.isa.vex
     operands = ins.operands
+    if s.lines is not None:  # one operation spelt as several instructions
+        texts = [operand_text(o, target, isinstance(o, Mem), dialect) for o in operands]
+        return "\n".join(f"{first:<12} {rest}" for first, _, rest in
+                         (line.format(*texts).partition(" ") for line in s.lines))
     if not vex and s.tied:
         if operands[0] != operands[1]:
             raise AssertionError(f"{ins.op}: legacy form with destination {operands[0]} != first source {operands[1]}")

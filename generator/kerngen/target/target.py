@@ -50,7 +50,7 @@ class Target:
 
     @property
     def abi(self) -> Abi:
-        return self.platform.abi
+        return self.platform.abi.reserving(self.isa.reserved_gprs)
 
     @property
     def fmt(self) -> ObjectFormat:

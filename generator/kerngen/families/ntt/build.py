@@ -238,7 +238,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     options, failure = [], None
     for kind in kinds:
         if kind == "shoup":
-            ar = Arithmetic(math, layout, Shoup(p.q, p.width), HarveyReducer(p.q, p.width, t.isa.vex))
+            ar = Arithmetic(math, layout, Shoup(p.q, p.width, t.isa), HarveyReducer(p.q, p.width, t.isa))
         else:
             mul = Montgomery(p.q, p.width)
             try:
@@ -264,7 +264,7 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     if ar.mul.signed:
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
-        return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width), ar.reducer)
+        return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width, ar.mul.isa), ar.reducer)
     return Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
 
 
@@ -314,7 +314,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
     signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett),
                         "canonical": (freezer(q, bits),)} if available else {}
-    unsigned_freeze = UnsignedFreeze(q, bits, t.isa.vex)
+    unsigned_freeze = UnsignedFreeze(q, bits, t.isa)
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
@@ -322,7 +322,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (32-bit Shoup bundles' too)
     bm_ar = montgomery_basemul(p, ar)
     bm_unsigned = not bm_ar.mul.signed
-    bm_reducer = barrett or ShoupReduction(q, bits)  # for its inputs and sums, where they could leave the lane
+    bm_reducer = barrett or ShoupReduction(q, bits, t.isa)  # for its inputs and sums, where they could leave the lane
 
     def bm_takes_as_it_is(out: Bound) -> bool:
         """Whether base multiplication takes the forward's output unreduced:
@@ -434,7 +434,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     lane = Bound(*lane_range(bits, signed))
     lane_type = f"{'' if signed else 'u'}int{bits}"
     standalone = ([*available.items(), ("freeze", freezer(q, bits))] if signed else
-                  [("shoup", ShoupReduction(q, bits)), ("freeze", unsigned_freeze.choose(lane.hi))])
+                  [("shoup", ShoupReduction(q, bits, t.isa)), ("freeze", unsigned_freeze.choose(lane.hi))])
     for kind, r in standalone:
         b = kernel_builder(layout)
         build_reduce(b, layout, r)
@@ -484,7 +484,7 @@ def _shoup_kernels(p: NttParams, t: Target, layout, freeze: UnsignedFreeze) -> l
             ("ensures:  every r[i] in ", BoundOf("r", "ensures"), f" (proven), {what}; r may alias a"
              + (" or b" if accumulate else ""),)))
         b = kernel_builder(layout)
-        build_mulmod_shoup(b, layout, Shoup(q, bits), freeze, accumulate)
+        build_mulmod_shoup(b, layout, Shoup(q, bits, t.isa), freeze, accumulate)
         c = _compile(b, f"{p.prefix}_{kind}_{isa}", contract, p, t, signed=False, shoup_pairs=((2, 3),))
         expect = (("a", "w"), ("b",)) if accumulate else (("a", "w"),)
         fns.append(Function(c.kernel, kind, c.contract, f"{what} by Shoup's multiplication, element-wise",

@@ -169,11 +169,26 @@ def final_group_bits(n: int, lanes: int, registers_per_vector: int = 1) -> int:
     (kyber-3329's forward NTT: about 18% faster in one interleaved run).
     Larger arrays keep 8-vector groups: 16-vector groups there cost more
     passes and spills than the overlap gains. Where a vector takes two
-    registers (SSE), groups of 8 vectors already fill the register file.
+    registers (SSE), groups of 8 vectors already fill the register file;
+    where each lane takes a general register (the scalar ISA), pairs of
+    vectors do (`top_pass_layers`). Groups of 4 vectors with two layers a
+    pass run 2% fewer instructions there, but fewer of their runs roll into
+    loops (nfl-62 at n = 1024: its scalar kernels' object grows from
+    under 0.4 MB to 0.8 MB), and their NTTs took twice the ticks in one run.
     The group size changes the passes, never the output order (the final
     pass always swaps lane bits with the slot bit it just finished)."""
     vbits = (n // lanes).bit_length() - 1
+    if registers_per_vector > 2:
+        return min(vbits, 1)
     return vbits if vbits <= 4 and registers_per_vector == 1 else min(vbits, 3)
+
+
+def top_pass_layers(registers_per_vector: int) -> int:
+    """Layers a top pass does on each group of vectors it loads: three (groups
+    of 8 vectors) where a vector takes one or two registers; one (pairs of
+    vectors) where it takes a general register per lane, whose 4 + 4 lanes
+    and their products already fill the 16 general registers."""
+    return 3 if registers_per_vector <= 2 else 1
 
 
 def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayout:
@@ -181,16 +196,17 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     lanes = vector_lanes(n, n >> layers, target)
     lane_index_bits = lanes.bit_length() - 1
     vbits = log_n - lane_index_bits
-    per_vector = max(1, lanes * target.lane_bits // target.isa.vector_bits)
+    per_vector = lanes if target.isa.lanes_on_gpr else max(1, lanes * target.lane_bits // target.isa.vector_bits)
     group_bits = final_group_bits(n, lanes, per_vector)
+    per_pass = top_pass_layers(per_vector)
     d_bits = log_n - layers
     layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
     passes: list[Pass] = []
 
-    # top passes: layers on vector bits above the final group's, three at a time
+    # top passes: layers on vector bits above the final group's, `per_pass` at a time
     top = [k for k in layer_bits if k >= lane_index_bits + group_bits]
-    for start in range(0, len(top), 3):
-        chunk = top[start:start + 3]
+    for start in range(0, len(top), per_pass):
+        chunk = top[start:start + per_pass]
         vec_bits = [k - lane_index_bits for k in chunk]  # high to low
         slot_of = {vb: i for i, vb in enumerate(sorted(vec_bits))}
         groups = []

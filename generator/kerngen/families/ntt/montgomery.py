@@ -30,6 +30,7 @@ from ...passes import wide
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from .maths import centred
 from .reducers import broadcast_const
+from ...target.isa import AVX2, Isa
 
 
 @dataclass(frozen=True)
@@ -198,9 +199,14 @@ class UnsignedMontgomery:
 
     q: int
     bits: int
+    isa: Isa = AVX2  # where 64-bit lanes multiply natively (general registers), no templates
 
     name = "montgomery"
     signed = False
+
+    @property
+    def native(self) -> bool:
+        return self.isa.has("mullo", self.bits)
 
     @property
     def lane_max(self) -> int:
@@ -220,10 +226,11 @@ class UnsignedMontgomery:
         return MontgomeryConstant(c % self.q, w, w * self.qinv % self.r)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
-        """w and w', then their high halves (the pieces' y >> 32)."""
+        """w and w', then (for templates) their high halves (the pieces' y >> 32)."""
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
-        rows += [[v >> wide.HALF for v in row] for row in rows]
+        if not self.native:
+            rows += [[v >> wide.HALF for v in row] for row in rows]
         return tuple(vector(r) for r in rows)
 
     def qinv_register(self, b: Builder) -> None:
@@ -235,15 +242,15 @@ class UnsignedMontgomery:
         return (w,)
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
-        p = wide.Product(b, b.new_group(), "montgomery", lambda v: broadcast_const(b, v, self.bits))
+        p = wide.Product(b, b.new_group(), "montgomery", lambda v: broadcast_const(b, v, self.bits), self.native)
         if len(factor) == 1:  # t = lo(lo(x*w)*q^-1)
             w, w_hi = factor[0], None
-            t = p.emit(wide.LOW, p.emit(wide.LOW, x, w), p.const(self.qinv), p.const(self.qinv >> wide.HALF))
+            t = p.emit(wide.LOW, p.emit(wide.LOW, x, w), p.const(self.qinv), p.high_half(self.qinv))
         else:
-            w, wq, w_hi, wq_hi = factor
+            w, wq, w_hi, wq_hi = (*factor, None, None)[:4]
             t = p.emit(wide.LOW, x, wq, wq_hi)
         lifted = p.op(by_width("add", self.bits), p.emit(wide.HIGH, x, w, w_hi), q)
-        return p.end(by_width("sub", self.bits), lifted, p.emit(wide.HIGH, t, q, p.const(self.q >> wide.HALF)))
+        return p.end(by_width("sub", self.bits), lifted, p.emit(wide.HIGH, t, q, p.high_half(self.q)))
 
     def bound(self, x_max: int, w_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, 0 <= w <= w_max."""

@@ -8,7 +8,7 @@ import sympy
 
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
-from ...target.isa import AVX2, SSE
+from ...target.isa import AVX2, SCALAR, SSE
 from ...target.target import Target
 from .maths import max_layers
 
@@ -19,7 +19,8 @@ ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16, 32, 64)
 MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
 MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
-ISAS = (AVX2.name, SSE.name)
+ISAS = (AVX2.name, SSE.name, SCALAR.name)
+SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
@@ -71,6 +72,9 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "width", f"must be one of {', '.join(map(str, WIDTHS))} (the lane widths implemented), "
                                        f"got {width}")
     isas = choose_isas(src, table, overrides, ISAS, "ntt")
+    if SCALAR.name in isas and width not in SCALAR_WIDTHS:
+        raise ParamError(src, "isa", f"\"{SCALAR.name}\" needs width = {' or '.join(map(str, SCALAR_WIDTHS))} "
+                                     f"(one lane per general register), got width = {width}")
     n = require(src, table, "n", int, "a power of two")
     if n < 2 or n > 4096 or n & (n - 1):
         raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")

@@ -27,10 +27,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, has, lane_range
+from ...ir.ops import by_width, lane_range
 from ...passes import wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.verify import SHOUP
+from ...target.isa import AVX2, Isa
 from .montgomery import ODD_LANES, odd_down
 from .reducers import broadcast_const, emit_idiom
 
@@ -48,6 +49,7 @@ class ShoupConstant:
 class Shoup:
     q: int
     bits: int  # lane width W
+    isa: Isa = AVX2  # what multiplies lanes of this width
 
     name = "shoup"
     signed = False  # lanes hold unsigned values
@@ -68,12 +70,12 @@ class Shoup:
     @property
     def wide(self) -> bool:
         """Products assembled from 32-bit pieces (`passes.wide`): no lane-wise multiplication at this width."""
-        return not has("mullo", self.bits)
+        return not self.isa.has("mullo", self.bits)
 
     @property
     def even_odd(self) -> bool:
         """High halves from products of even lanes only (no lane-wise unsigned high half at this width)."""
-        return not self.wide and not has("mulhu", self.bits)
+        return not self.wide and not self.isa.has("mulhu", self.bits)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
         """The memory operands `multiply` takes for constants `values` (one per
@@ -121,7 +123,7 @@ class Shoup:
         p = wide.Product(b, group, SHOUP, lambda v: broadcast_const(b, v, self.bits))
         quotient = p.emit(wide.HIGH, x, wp, wp_hi, comment)
         xw = p.emit(wide.LOW, x, w, w_hi)
-        return p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.const(self.q >> wide.HALF)))
+        return p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.high_half(self.q)))
 
     def bound(self, x_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
@@ -164,7 +166,7 @@ class Shoup:
         return prove_shoup(self.q, self.bits)
 
 
-def conditional_subtraction(q: int, c: int, bits: int, vex: bool = True) -> ScalarIdiom:
+def conditional_subtraction(q: int, c: int, bits: int, isa: Isa = AVX2) -> ScalarIdiom:
     """x - c where x >= c, else x, for c a multiple of q: the subtraction
     wraps below zero exactly where x < c, and the unsigned minimum keeps x
     there. Without an unsigned minimum at this width (64 bits), x is kept
@@ -172,9 +174,9 @@ def conditional_subtraction(q: int, c: int, bits: int, vex: bool = True) -> Scal
     lemma's ranges take into account): a blend selected by the signs on VEX
     targets (the legacy blend reads its selector from xmm0 alone), else
     c added back under a mask of the negative lanes."""
-    if has("minu", bits):
+    if isa.has("minu", bits):
         steps = (("sub", "d", "x", c), ("minu", "r", "x", "d"))
-    elif vex:
+    elif isa.vex:
         steps = (("sub", "d", "x", c), ("select_negative", "r", "d", "x"))
     else:
         steps = (("sub", "d", "x", c), ("cmpgt", "m", 0, "d"), ("and", "k", "m", c), ("add", "r", "d", "k"))
@@ -188,13 +190,13 @@ class ConditionalSubtraction:
     q: int
     c: int
     bits: int
-    vex: bool = True  # VEX encodings (`conditional_subtraction`)
+    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
 
     kind = "csub"
 
     @property
     def idiom(self) -> ScalarIdiom:
-        return conditional_subtraction(self.q, self.c, self.bits, self.vex)
+        return conditional_subtraction(self.q, self.c, self.bits, self.isa)
 
     def reduced_bound(self, bound: int) -> int:
         return prove(self.idiom).range_for(0, bound)[1]
@@ -203,7 +205,8 @@ class ConditionalSubtraction:
         return emit_idiom(b, self.idiom, x, comment=comment)
 
     def describe(self) -> str:
-        how = f"min(x, x - {self.c}) unsigned" if has("minu", self.bits) else f"x - {self.c} where x >= {self.c}"
+        how = (f"min(x, x - {self.c}) unsigned" if self.isa.has("minu", self.bits)
+               else f"x - {self.c} where x >= {self.c}")
         return f"conditional subtraction of {self.c // self.q}q: {how}"
 
 
@@ -213,12 +216,13 @@ class ShoupReduction:
 
     q: int
     bits: int
+    isa: Isa = AVX2
 
     kind = "shoup"
 
     @property
     def strategy(self) -> Shoup:
-        return Shoup(self.q, self.bits)
+        return Shoup(self.q, self.bits, self.isa)
 
     def reduced_bound(self, bound: int) -> int:
         return self.strategy.bound(bound)
@@ -240,7 +244,7 @@ class HarveyReducer:
 
     q: int
     bits: int
-    vex: bool = True  # VEX encodings (`conditional_subtraction`)
+    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
 
     kind = "harvey"
     multiplications = 0
@@ -248,12 +252,12 @@ class HarveyReducer:
     @property
     def instructions(self) -> int:
         """The common case, for the cost model."""
-        return len(conditional_subtraction(self.q, 2 * self.q, self.bits, self.vex).steps)
+        return len(conditional_subtraction(self.q, 2 * self.q, self.bits, self.isa).steps)
 
     def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction:
         if register_bound < 4 * self.q:
-            return ConditionalSubtraction(self.q, 2 * self.q, self.bits, self.vex)
-        return ShoupReduction(self.q, self.bits)
+            return ConditionalSubtraction(self.q, 2 * self.q, self.bits, self.isa)
+        return ShoupReduction(self.q, self.bits, self.isa)
 
     def reduced_bound(self, bound: int) -> int:
         return self.choose(bound).reduced_bound(bound)
@@ -291,7 +295,7 @@ class UnsignedFreeze:
 
     q: int
     bits: int
-    vex: bool = True  # VEX encodings (`conditional_subtraction`)
+    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
 
     kind = "freeze"
 
@@ -299,10 +303,10 @@ class UnsignedFreeze:
         steps: list[ConditionalSubtraction | ShoupReduction] = []
         bound = register_bound
         if bound >= 4 * self.q:
-            steps.append(ShoupReduction(self.q, self.bits))
+            steps.append(ShoupReduction(self.q, self.bits, self.isa))
             bound = steps[-1].reduced_bound(bound)
         while bound >= self.q:
             steps.append(ConditionalSubtraction(self.q, self.q * -(-(bound + 1) // (2 * self.q)), self.bits,
-                                                self.vex))
+                                                self.isa))
             bound = steps[-1].reduced_bound(bound)
         return ReductionChain(self.kind, tuple(steps))
