@@ -6,6 +6,7 @@ frame."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .abi import SYSV, WIN64, Abi
 from .formats import COFF64, ELF64, MACHO64, ObjectFormat
@@ -48,8 +49,9 @@ class Target:
     platform: Platform
     visibility: str = VISIBILITIES[0]
 
-    @property
+    @cached_property  # asked for every argument operand the printer spells
     def abi(self) -> Abi:
+        """The platform's convention, with the registers the ISA uses implicitly kept from arguments."""
         return self.platform.abi.reserving(self.isa.reserved_gprs)
 
     @property

@@ -28,9 +28,9 @@ from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, has, lane_range, wrap
 from ...passes import wide
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
+from ...target.isa import AVX2, Isa
 from .maths import centred
 from .reducers import broadcast_const
-from ...target.isa import AVX2, Isa
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,9 @@ def odd_down(lanes: list[int]) -> list[int]:
 @dataclass(frozen=True)
 class UnsignedMontgomery:
     """Montgomery's product on unsigned 64-bit lanes, each multiplication a
-    template of 32-bit pieces (`passes.wide`): base multiplication of
-    64-bit bundles, whose NTTs multiply by Shoup's (products of two
+    template of 32-bit pieces (`passes.wide`), or one instruction where the
+    ISA multiplies 64-bit lanes (on general registers): base multiplication
+    of 64-bit bundles, whose NTTs multiply by Shoup's (products of two
     variables have no precomputed w'). With t = lo(x*w') (w' = w*q^-1 mod
     R, R = 2^64, or for a variable w t = lo(lo(x*w)*q^-1)),
 

@@ -10,8 +10,10 @@ A product by a constant w in [0, q) stored with w' = floor(w*2^W/q)
 (16 bits: vpmulhuw) take Q in one instruction; 32-bit lanes take it from
 widening products of the even lanes (vpmuludq), the odd lanes moved down and
 the odd w' stored moved down, the odd high halves blended over the even ones;
-64-bit lanes have no multiplication at all and assemble each product from
-32-bit pieces (`passes.wide`), w and w' stored with their high halves.
+64-bit vector lanes have no multiplication at all and assemble each product
+from 32-bit pieces (`passes.wide`), w and w' stored with their high halves,
+while lanes on general registers (the scalar ISA) take Q from `mulx` and the
+low halves from `imul`, as 16-bit lanes do from their instructions.
 
 Values stay unsigned and lazily reduced (Harvey): the forward butterfly
 gives (x + t, x + c - t) for t = w*y reduced as above and c the multiple of q
