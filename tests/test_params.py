@@ -28,6 +28,7 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"width": 32, "q": 8380417, "layers": 9}, "layers", "between 5 and 8"),
     ({"isa": "neon"}, "isa", "avx2"),
     ({"isa": ["avx2", "scalar"]}, "isa", "needs width = 64"),
+    ({"isa": ["auto", "sse"]}, "isa", "stands alone"),
     ({"mul": "karatsuba"}, "mul", "one of auto, montgomery, shoup"),
     ({"mul": "shoup", "q": 40961, "n": 256}, "q", "below 2^15"),  # too large for the lane at all
     ({"mul": "shoup", "q": 17921}, "mul", "q < 2^14"),  # prime, 2^9 | q - 1, but 4q leaves uint16
@@ -45,6 +46,16 @@ def test_bad_ntt_parameters_name_the_key_and_rule(write_params, change, key, wor
         load(write_params({**GOOD, **change}))
     assert e.value.key == key
     assert words in str(e.value)
+
+
+@pytest.mark.parametrize("width, q, isas", [
+    (16, 3329, ("avx2", "sse")),
+    (32, 8380417, ("avx2", "sse")),
+    (64, 4611686018326724609, ("avx2", "scalar")),  # SSE's two 64-bit lanes are level with plain C
+])
+def test_auto_isa_is_the_measured_list_for_the_width(write_params, width, q, isas):
+    p = load(write_params({**GOOD, "width": width, "q": q, "isa": "auto"}))
+    assert p.isas == isas and [t.isa.name for t in p.targets] == list(isas)
 
 
 def test_missing_key_is_named(write_params):

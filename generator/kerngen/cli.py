@@ -160,7 +160,8 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("params", nargs="+", metavar="PARAMS.toml", help=params_help)
         p.add_argument("--isa", metavar="ISA[,ISA]", help=f"override the file's isa: one of {', '.join(ISAS)}, or "
                                                              "several separated by commas (one bundle with kernels "
-                                                             "for each and a dispatch unit)")
+                                                             "for each and a dispatch unit), or auto (NTT family: "
+                                                             "the ISAs measured worth shipping for the lane width)")
         p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
         p.add_argument("--reducer", choices=REDUCERS,
                        help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "

@@ -19,8 +19,13 @@ ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16, 32, 64)
 MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
 MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
-ISAS = (AVX2.name, SSE.name, SCALAR.name)
+AUTO_ISA = "auto"
+ISAS = (AVX2.name, SSE.name, SCALAR.name, AUTO_ISA)
 SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
+# what isa = "auto" builds, per lane width, best first (the dispatch unit calls the first the CPU runs), as
+# measured (README, "Measured figures"): AVX2 first everywhere; then SSE for 16- and 32-bit lanes, while
+# at 64 bits SSE's two lanes are level with plain C and the scalar code runs 1.2-1.6x NFLlib's and HEXL's
+AUTO_ISAS = {16: (AVX2.name, SSE.name), 32: (AVX2.name, SSE.name), 64: (AVX2.name, SCALAR.name)}
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
@@ -72,6 +77,10 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "width", f"must be one of {', '.join(map(str, WIDTHS))} (the lane widths implemented), "
                                        f"got {width}")
     isas = choose_isas(src, table, overrides, ISAS, "ntt")
+    if AUTO_ISA in isas:
+        if len(isas) > 1:
+            raise ParamError(src, "isa", f"\"{AUTO_ISA}\" stands alone (it chooses the list), got {list(isas)!r}")
+        isas = AUTO_ISAS[width]
     if SCALAR.name in isas and width not in SCALAR_WIDTHS:
         raise ParamError(src, "isa", f"\"{SCALAR.name}\" needs width = {' or '.join(map(str, SCALAR_WIDTHS))} "
                                      f"(one lane per general register), got width = {width}")
