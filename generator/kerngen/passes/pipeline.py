@@ -71,13 +71,11 @@ def _allocate(u: Unit) -> None:
     """callee_saved (always where lanes live on general registers): also hand
     out the ABI's callee-saved GPRs (not rbp, the frame pointer of kernels
     with spills); the frame saves those a kernel uses."""
-    abi = u.target.abi
-    extra = tuple(r for r in abi.callee_saved_gprs if r != RBP) if u.callee_saved or u.target.isa.lanes_on_gpr else ()
-    scratch = abi.scratch_gprs(len(u.args))
-    if u.target.isa.lanes_on_gpr:  # every other register holds lanes
-        scratch = scratch[ROLL_REGISTERS:]
-    pools = RegisterPools(vector=tuple(range(u.target.isa.vector_registers)),
-                          gpr=scratch + extra, spill_gprs=u.target.isa.lanes_on_gpr)
+    abi, isa = u.target.abi, u.target.isa
+    extra = tuple(r for r in abi.callee_saved_gprs if r != RBP) if u.callee_saved or isa.lanes_on_gpr else ()
+    scratch = abi.scratch_gprs(len(u.args))[ROLL_REGISTERS if isa.lanes_on_gpr else 0:]
+    pools = RegisterPools(vector=tuple(range(isa.vector_registers)), gpr=scratch + extra,
+                          spill_gprs=isa.lanes_on_gpr)
     result = allocate(u.body, pools)
     u.body, u.spill_slots = list(result.body), result.spill_slots
 

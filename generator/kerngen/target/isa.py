@@ -38,6 +38,11 @@ class Isa:
         """Whether kernels for this ISA can do `generic` on `bits`-bit lanes."""
         return has(generic, bits, self.lanes_on_gpr)
 
+    def registers_per_vector(self, lanes: int, lane_bits: int) -> int:
+        """How many registers hold one vector of `lanes` lanes: a general
+        register per lane, or enough vector registers for its bits."""
+        return lanes if self.lanes_on_gpr else max(1, lanes * lane_bits // self.vector_bits)
+
     def vector_bits_for(self, bits: int) -> int:
         """The register width that holds `bits` bits of data: xmm for up to
         128, else the widest."""
@@ -45,8 +50,8 @@ class Isa:
 
 
 AVX2 = Isa("avx2", 256, True, X86_64_V3, "native")
-# the scalar ISA takes 64-bit lanes only, where SSE's two lanes are level with plain C and general
-# registers beat it (README, "64-bit lanes"): preferred to SSE, after AVX2
+# preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
+# with plain C and general registers beat them: README, "64-bit lanes"), then SSE
 SSE = Isa("sse", 128, False, X86_64_V2, "x86-64-v2", preference=2)
 # mulx's implicit source rdx (2) is reserved for it
 SCALAR = Isa("scalar", 256, False, frozenset({"BMI2"}), "native", vector_registers=0, lanes_on_gpr=True,
