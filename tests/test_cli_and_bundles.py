@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -81,3 +83,17 @@ def test_bench_goes_on_without_a_baseline_the_baseline_cannot_build(tmp_path, wr
     rows = json.loads(r.stdout)
     assert {row["kind"] for row in rows} >= {"ntt_forward", "ntt_inverse", "basemul"}
     assert all(row["ticks"] > 0 and "baseline_ticks" not in row for row in rows if row["kind"] != "reduce_special")
+
+
+def test_a_long_emission_reports_each_kernel_it_took_long_over(tmp_path):
+    """Kernels whose passes take PROGRESS_AFTER seconds or more are named on
+    stderr as they finish (threshold lowered to 0 here: tiny-257 is quick)."""
+    script = ("import sys, kerngen.passes.pipeline as p; p.PROGRESS_AFTER = 0; from kerngen.cli import main; "
+              f"sys.exit(main(['emit', 'params/tiny-257.toml', '--out', {str(tmp_path / 'tiny')!r}]))")
+    r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "tiny" / "manifest.json").read_text())
+    reported = [line for line in r.stderr.splitlines() if " instructions, verified in " in line]
+    assert {f["symbol"] for f in manifest["functions"]} <= {line.split(":")[0] for line in reported}
+    quiet = kerngen("emit", "params/tiny-257.toml", "--out", tmp_path / "again")
+    assert quiet.returncode == 0 and "instructions, verified" not in quiet.stderr

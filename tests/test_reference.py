@@ -7,12 +7,13 @@ x^d - zeta_j really multiply to x^n + 1.
 """
 
 import itertools
+import math
 import random
 import time
 
 import numpy as np
 import pytest
-from sympy import ZZ, primitive_root
+from sympy import ZZ, nextprime, prevprime, primitive_root
 from sympy.polys.galoistools import gf_from_int_poly, gf_mul, gf_rem, gf_to_int_poly
 
 from kerngen.families.ntt import reference as ref
@@ -146,15 +147,22 @@ def test_arbitrary_zetas_and_lengths_match_sympy():
             assert ref.block_product(a, b, z, q) == sympy_block_product(a, b, z, q)
 
 
-def test_values_beyond_int64_and_large_moduli_are_exact():
-    """Outside the int64-safe range the module falls back to Python integers."""
+def test_outside_int64_uint64_residues_or_python_integers(monkeypatch):
+    """Outside the int64-safe range: uint64 residues reduced product by product
+    below 2^62 (where long double is exact), Python integers above it (and
+    where it is not); each against SymPy."""
     rng = random.Random(5)
     a = [rng.randint(-(1 << 80), 1 << 80) for _ in range(16)]
     assert ref.reduce_block(a, 4, 3, 12289) == sympy_reduce(a, 4, 3, 12289)
-    for q in ((1 << 31) - 1, (1 << 61) - 1):  # Mersenne primes
+    above = int(nextprime(1 << 62))
+    cases = [((1 << 31) - 1, True), ((1 << 61) - 1, True), ((1 << 61) - 1, False), (above, True)]
+    for q, exact in cases:  # Mersenne primes, and the first prime above 2^62
+        monkeypatch.setattr(ref, "_LONG_DOUBLE_EXACT", exact and ref._LONG_DOUBLE_EXACT)
+        assert ref._dtype(q, 16) is (np.uint64 if q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
         a, b = [rng.randrange(q) for _ in range(16)], [rng.randrange(q) for _ in range(16)]
         z = rng.randrange(q)
         assert ref.reduce_block(a, 4, z, q) == sympy_reduce(a, 4, z, q)
+        assert ref.reduce_block([x - q for x in a], 1, z, q) == sympy_reduce(a, 1, z, q)  # signed inputs
         assert ref.block_product(a[:4], b[:4], z, q) == sympy_block_product(a[:4], b[:4], z, q)
         assert ref.negacyclic_product(a, b, q) == sympy_negacyclic(a, b, q)
 
@@ -162,7 +170,18 @@ def test_values_beyond_int64_and_large_moduli_are_exact():
 def test_int64_is_used_for_the_ntt_range():
     """q < 2^15 and sums of up to n = 4096 products: (4096 + 2) * 2^30 < 2^63."""
     assert ref._dtype((1 << 15) - 1, 4096) is np.int64
-    assert ref._dtype((1 << 61) - 1, 1) is object
+    assert ref._dtype((1 << 31) - 1, 1) is not np.int64
+
+
+@pytest.mark.skipif(not ref._LONG_DOUBLE_EXACT, reason="long double has no 64-bit significand here")
+@pytest.mark.parametrize("q", [(1 << 32) + 15, 1125899906826241, 4611686018326724609, int(prevprime(1 << 62))])
+def test_mulmod_is_exact_below_2_62(q):
+    """Random residues and the extremes (0, 1, q - 1, around sqrt(q)) against Python's integers."""
+    rng = random.Random(q)
+    edges = [0, 1, 2, q - 1, q - 2, math.isqrt(q), math.isqrt(q) + 1, q // 2, q // 2 + 1]
+    pairs = [(x, y) for x in edges for y in edges] + [(rng.randrange(q), rng.randrange(q)) for _ in range(20000)]
+    a, b = (np.array(v, dtype=np.uint64) for v in zip(*pairs))
+    assert ref.mulmod(a, b, q).tolist() == [x * y % q for x, y in pairs]
 
 
 @pytest.mark.parametrize("n,d,q", CASES)

@@ -80,7 +80,7 @@ def _term(template, x, y):
 
 def test_recognition_takes_a_precomputed_high_half_and_refuses_a_wrong_one():
     leaf = lambda name, value=None: ("leaf", name, value)  # noqa: E731
-    value = lambda t: t[2]  # noqa: E731
+    value = lambda t: None if t[2] is None else (t[2],)  # noqa: E731: one lane
     x, w = leaf("x"), leaf("w", 123456789012345678)
     term = _term(wide.HIGH, x, w)
     assert wide.recognise(term, value) == ("mulhu", x, w)
@@ -166,6 +166,18 @@ def test_a_piece_shifted_by_the_wrong_count_is_refused(small):
     at = next(i for i, ins in enumerate(fwd.kernel.body) if ins.op == "vpsrlq" and ins.idiom is not None)
     mutant = _with_body(fwd.kernel, at, operands=fwd.kernel.body[at].operands[:2] + (Imm(31),))
     with pytest.raises(VerifyError, match="not lo"):
+        verify_kernel(mutant, {0: (0, Q62 - 1)}, Q62, signed=False)
+
+
+def test_a_lane_move_inside_a_product_of_64_bit_lanes_is_refused(small):
+    """The verifier matches the templates once for all lanes, which holds only
+    while each lane stays in its lane: a sum inside a Shoup product turned into
+    an interleave of the same registers is refused, not followed."""
+    fwd = _function(small, "ntt_forward")
+    at = next(i for i, ins in enumerate(fwd.kernel.body)
+              if ins.op == "vpaddq" and ins.idiom is not None and ins.idiom.kind == "shoup")
+    mutant = _with_body(fwd.kernel, at, op="vpunpcklqdq")
+    with pytest.raises(VerifyError, match="every lane must stay in its lane"):
         verify_kernel(mutant, {0: (0, Q62 - 1)}, Q62, signed=False)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -237,8 +238,20 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _report_progress() -> None:
+    """What the library reports of long steps (`kerngen.progress`) to stderr, like `_say`."""
+    log = logging.getLogger("kerngen")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    _report_progress()
     try:
         return args.func(args)
     except KerngenError as e:

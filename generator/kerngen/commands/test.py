@@ -56,14 +56,18 @@ def test_params(p: Any, seed: int, say: Say) -> Outcome:
             wine.stop_wineserver(Path(tmp))
 
 
+def manifest_params(directory: Path, manifest: dict) -> Any:
+    """The parameters a bundle's manifest records (every key that shapes its kernels)."""
+    family = FAMILIES[manifest["params"]["family"]]
+    table = {k: v for k, v in manifest["params"].items() if k in family.keys | COMMON_KEYS}
+    return from_mapping(table, f"{directory / 'manifest.json'} (params)")
+
+
 def fresh_emission(directory: Path, manifest: dict) -> str | None:
     """None when the bundle's files are exactly what this kerngen emits from
     the manifest's parameters (then every proof made at emission holds for
     them: overflow, congruences, consistent constant tables); else what differs."""
-    family = FAMILIES[manifest["params"]["family"]]
-    table = {k: v for k, v in manifest["params"].items() if k in family.keys | COMMON_KEYS}
-    p = from_mapping(table, f"{directory / 'manifest.json'} (params)")
-    files = render(build_all(p), manifest["command"])
+    files = render(build_all(manifest_params(directory, manifest)), manifest["command"])
     changed = [name for name, text in files.items() if (directory / name).read_text() != text]
     return None if not changed else (f"{', '.join(changed)} differ from a fresh emission of the manifest's "
                                      "parameters: the bundle was edited after kerngen wrote it")

@@ -14,6 +14,11 @@ every family, ISA and ABI, which arrive in the `Target`.
 from __future__ import annotations
 
 import dataclasses
+import gc
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..core.contract import Bound, Contract
@@ -137,6 +142,28 @@ PASSES = (
 )
 
 
+# a kernel whose passes take longer than this is reported (the `kerngen` logger, which the CLI prints): the
+# large 64-bit NTTs take a minute to emit, the rest well under this
+PROGRESS_AFTER = 2.0
+progress = logging.getLogger("kerngen.progress")
+
+
+@contextmanager
+def cycle_collection_paused() -> Iterator[None]:
+    """The passes make millions of small objects (instructions, operands,
+    terms) and no reference cycles to speak of; Python's cycle collector,
+    triggered by their number, spent a third of an n = 4096 NTT's emission
+    walking them. Reference counting frees them as before. (Nested uses keep
+    it paused until the outermost ends.)"""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 @dataclass(frozen=True)
 class Compiled:
     kernel: Kernel
@@ -158,11 +185,17 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
                                     modulus, signed, shoup_pairs)
     u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
-    for name, run in PASSES:
-        try:
-            run(u)
-        except (AllocationError, CheckError) as e:
-            raise type(e)(f"{symbol}: {name}: {e}") from None
+    started = time.monotonic()
+    with cycle_collection_paused():
+        for name, run in PASSES:
+            try:
+                run(u)
+            except (AllocationError, CheckError) as e:
+                raise type(e)(f"{symbol}: {name}: {e}") from None
     if u.proof is not None and modulus is not None:
         contract = contract.proven({i: Bound(*u.proof.hull(i)) for i in u.proof.outputs})
+    took = time.monotonic() - started
+    if took >= PROGRESS_AFTER:
+        progress.info("%s: %d instructions, %s in %.0f s", symbol, len(u.kernel.body),
+                      "verified" if u.proof is not None else "allocated", took)
     return Compiled(u.kernel, contract, u.proof)

@@ -51,7 +51,35 @@ class Run:
         return self.start + self.length * self.count
 
 
-def _strides(body: list[Instr], start: int, length: int, count: int) -> dict[tuple, int] | int:
+class _Progressions:
+    """For memory operand k of instruction i and a segment length: how many
+    segments on its address keeps moving by the same step (the address of
+    operand k of instructions i, i + length, i + 2*length, ...). One walk
+    along such a chain answers for every instruction on it, so the many
+    starts tried along a stretch cost one walk, not one per start."""
+
+    def __init__(self, body: list[Instr]):
+        self.body = body
+        self.known: dict[tuple[int, int, int], int] = {}
+
+    def __call__(self, i: int, k: int, length: int) -> int:
+        if (i, k, length) not in self.known:
+            offsets, turned = [], False
+            for p in range(i, len(self.body), length):
+                ops = self.body[p].operands
+                if k >= len(ops) or not isinstance(ops[k], Mem):
+                    break
+                if len(offsets) >= 2 and ops[k].offset - offsets[-1] != offsets[1] - offsets[0]:
+                    turned = True  # the last address on the chain may begin a progression of another step
+                    break
+                offsets.append(ops[k].offset)
+            for j in range(len(offsets) - turned):
+                self.known[(i + j * length, k, length)] = len(offsets) - 1 - j
+        return self.known[(i, k, length)]
+
+
+def _strides(body: list[Instr], start: int, length: int, count: int,
+             progressions: _Progressions) -> dict[tuple, int] | int:
     """Each base's stride if every segment's addresses are the first's moved by
     a whole number of strides (the stack's must be zero); else the first
     instruction that breaks the pattern."""
@@ -63,7 +91,7 @@ def _strides(body: list[Instr], start: int, length: int, count: int) -> dict[tup
             key = op.buffer
             step = body[i + length].operands[k].offset - op.offset
             if strides.setdefault(key, step) != step or (key == ("stack",) and step) \
-                    or any(body[i + j * length].operands[k].offset != op.offset + j * step for j in range(2, count)):
+                    or progressions(i, k, length) < count - 1:
                 return i
     return strides
 
@@ -78,6 +106,12 @@ def find_runs(body: list[Instr]) -> list[Run]:
     shapes = np.array([ids.setdefault(_shape(ins), len(ids)) for ins in body])
     candidates = []
     for length in range(1, len(body) // 2 + 1):
+        # a stretch of `need` equal shapes holds two probes `need` // 2 apart: test those first (exact, and
+        # the whole comparison, quadratic in the kernel's length over all lengths, only where it can pay)
+        need = max(length, _MIN_SAVED)
+        probes = shapes[:-length:need // 2] == shapes[length::need // 2]
+        if not (probes[:-1] & probes[1:]).any():
+            continue
         matches = shapes[:-length] == shapes[length:]
         if np.count_nonzero(matches) < max(length, _MIN_SAVED):  # no stretch long enough: the common case
             continue
@@ -88,6 +122,7 @@ def find_runs(body: list[Instr]) -> list[Run]:
                 candidates.append(((e - a) // length * length, int(a), int(e), length))
     candidates.sort(key=lambda c: (-c[0], c[1]))
     runs: list[Run] = []
+    progressions = _Progressions(body)
     for _, start, stretch_end, length in candidates:
         while True:
             inside = next((r for r in runs if r.start <= start < r.end), None)
@@ -100,7 +135,7 @@ def find_runs(body: list[Instr]) -> list[Run]:
                 count = min(count, (min(ahead) - start) // length)
             if count < 2 or (count - 1) * length < _MIN_SAVED:
                 break
-            strides = _strides(body, start, length, count)
+            strides = _strides(body, start, length, count, progressions)
             if isinstance(strides, dict):
                 runs.append(Run(start, length, count, tuple(sorted(strides.items()))))
                 break

@@ -488,10 +488,8 @@ class _Group:
             _prove_wide(mc)
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         leaves = []
-        for lane in range(active):
-            term = _lane_term(mc, result, lane, inside, bad)
+        for lane, term in enumerate(_product_terms(mc, result, active, inside, bad)):
             if pieces:
-                term = wide.recognise(term, _lane_constant)
                 lifted = term[1] if term[0] == "sub" else ("leaf",)
                 summands = [t for t in lifted[1:] if t[0] == "leaf" and _leaf_constant(t) == q]
                 if lifted[0] != "add" or len(summands) != 1:
@@ -682,10 +680,7 @@ class _Group:
         inside = self.made_inside()
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         shape = "not lo(x*w) - lo(hi(x*w')*q)"
-        for lane in range(ins.operands[0].bits // bits):
-            term = _lane_term(mc, result, lane, inside, bad)
-            if bits == wide.BITS:  # the products assembled from 32-bit pieces, as what they compute
-                term = wide.recognise(term, _lane_constant)
+        for lane, term in enumerate(_product_terms(mc, result, ins.operands[0].bits // bits, inside, bad)):
             if term[0] != "sub" or term[1][0] != "mullo" or term[2][0] != "mullo":
                 bad(f"computes lane {lane} as {_show(term)}, {shape}")
             (_, a, b), (_, c, d) = term[1], term[2]
@@ -792,12 +787,51 @@ def _sum_parts(mc: _Machine, leaf: tuple) -> tuple[tuple, tuple] | None:
     return tuple(("leaf", v, leaf[2]) for v in d.sources)
 
 
-def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: dict | None = None) -> tuple:
+def _product_terms(mc: _Machine, result: Value, active: int, inside: set[int], bad) -> list[tuple]:
+    """The term of each of the `active` lanes of a product's result
+    (`_lane_term`). On 64-bit lanes the products are assembled from 32-bit
+    pieces, which no instruction moves across lanes: every lane's term is
+    then one term over its own lane of the same values, built and matched
+    against the templates (`wide.recognise`) once, each constant compared
+    in every lane at once, and then read in each lane."""
+    if mc.bits != wide.BITS:
+        return [_lane_term(mc, result, lane, inside, bad) for lane in range(active)]
+
+    known: dict[int, tuple[Value, tuple[int, ...] | None]] = {}
+
+    def constants(leaf: tuple) -> tuple[int, ...] | None:
+        v = leaf[1]
+        if id(v) not in known:
+            values = [_lane_constant(("leaf", v, lane)) for lane in range(active)]
+            known[id(v)] = (v, None if None in values else tuple(values))
+        return known[id(v)][1]
+
+    term = wide.recognise(_lane_term(mc, result, EVERY_LANE, inside, bad), constants)
+    return [_in_lane(term, lane, {}) for lane in range(active)]
+
+
+# the lane of a term built for every lane at once: each leaf's lane is the lane the term is read in
+EVERY_LANE = None
+
+
+def _in_lane(term: tuple, lane: int, seen: dict) -> tuple:
+    """A term built for EVERY_LANE, read in `lane` (a subterm read twice stays one object)."""
+    if term[0] == "leaf":
+        return ("leaf", term[1], lane)
+    if term[0] == "imm":
+        return term
+    if id(term) not in seen:
+        seen[id(term)] = (term, (term[0], *(_in_lane(t, lane, seen) for t in term[1:])))
+    return seen[id(term)][1]
+
+
+def _lane_term(mc: _Machine, v: Value, lane: int | None, inside: set[int], bad, seen: dict | None = None) -> tuple:
     """Lane `lane` of v as a term over lanes of values made outside a group
     (`inside`: the values it made): ("leaf", value, lane), or (generic
     operation, term, term) through element-wise instructions and widening
-    products, following lane moves to the lane they take. A value read
-    twice is one term object, read twice (`seen`)."""
+    products, following lane moves to the lane they take; for EVERY_LANE
+    through element-wise instructions only. A value read twice is one term
+    object, read twice (`seen`)."""
     seen = {} if seen is None else seen
     key = (v.vid, lane)
     if key not in seen:
@@ -805,11 +839,14 @@ def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: d
     return seen[key]
 
 
-def _made_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: dict) -> tuple:
+def _made_term(mc: _Machine, v: Value, lane: int | None, inside: set[int], bad, seen: dict) -> tuple:
     if v.vid not in inside:
         return ("leaf", v, lane)
     d = mc.defs[v.vid]
     s = spec(d.op)
+    elementwise = s.arith is not None and s.elem in (None, mc.bits)
+    if lane is EVERY_LANE and not elementwise:
+        bad(f"has a `{d.op}` inside a product of {mc.bits}-bit lanes: every lane must stay in its lane")
     if s.widen is not None and s.elem != mc.bits:  # a product of the low lanes of wider units: low, high half
         per = s.elem // mc.bits
         first, part = lane - lane % per, lane % per
@@ -818,7 +855,7 @@ def _made_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad, seen: d
         a, b = d.sources
         return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad, seen),
                 _lane_term(mc, b, first, inside, bad, seen))
-    if s.arith is not None and s.elem in (None, mc.bits):
+    if elementwise:
         a = _lane_term(mc, d.sources[0], lane, inside, bad, seen)
         if d.imm is not None:  # a shift by a count
             return (d.generic, a, ("imm", d.imm))

@@ -139,10 +139,11 @@ class Product:
 _COMMUTATIVE = {"add", "mul32", "and"}
 
 
-def recognise(term: tuple, constant: Callable[[tuple], int | None]) -> tuple:
+def recognise(term: tuple, constant: Callable[[tuple], tuple[int, ...] | None]) -> tuple:
     """`term` with every instance of a template replaced by (name, x, y),
-    bottom up; `constant(leaf)` is a leaf's exact value (None if it has none).
-    A precomputed yh is accepted where it is a constant equal to y >> 32."""
+    bottom up; `constant(leaf)` is a leaf's exact value in each lane the
+    term stands for (None unless it has one in each). A precomputed yh is
+    accepted where it is a constant equal to y >> 32 in each lane."""
     return _recognise(term, constant, {})[0]
 
 
@@ -184,7 +185,8 @@ def _expand(template: Template, x: tuple, y: tuple) -> tuple:
 
 def _same(actual: tuple, expected: tuple, constant) -> bool:
     if expected[0] == "const":
-        return actual[0] == "leaf" and constant(actual) == expected[1]
+        value = constant(actual) if actual[0] == "leaf" else None
+        return value is not None and all(v == expected[1] for v in value)
     if expected[0] == "leaf":  # a constant may be read into different registers: equal values are the same
         value = constant(expected)
         return actual == expected or (value is not None and actual[0] == "leaf" and constant(actual) == value)
@@ -192,8 +194,8 @@ def _same(actual: tuple, expected: tuple, constant) -> bool:
         return actual == expected
     if expected[0] == "srl" and actual[0] == "leaf" and expected[2] == ("imm", HALF):
         # y >> 32 supplied from a table: the same constant
-        y = constant(expected[1]) if expected[1][0] == "leaf" else None
-        return y is not None and constant(actual) == y >> HALF
+        y, yh = constant(expected[1]) if expected[1][0] == "leaf" else None, constant(actual)
+        return y is not None and yh is not None and all(h == v >> HALF for h, v in zip(yh, y, strict=True))
     if actual[0] != expected[0]:
         return False
     if _same(actual[1], expected[1], constant) and _same(actual[2], expected[2], constant):

@@ -24,8 +24,8 @@ from ...harness.driver import Arg, Case, manifest_arg
 from .baseline import FLAGS, build as build_baseline, constants_sympy
 from .build import build
 from .params import ORDERS, OUTPUTS
-from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, negacyclic_product,
-                        reduce_blocks, unit_block_products, unit_images)
+from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod,
+                        negacyclic_product, reduce_blocks, unit_block_products, unit_images)
 
 
 def _fn(manifest: dict, kind: str, symbol: str | None = None) -> dict:
@@ -269,11 +269,11 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 want = lagrange_images(layout, n, q)
             else:  # a reduction: congruent to its input, element by element
                 want = eye
-            got = _integers(calls.batch(fn, {0: eye})[0])
-            bad = np.argwhere((got - scale * want) % q)
+            got = calls.batch(fn, {0: eye})[0]
+            bad = _mismatches(got, want, scale, q)
             out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
                         f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
-                        f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
+                        f"want {scale * int(want[tuple(bad[0])]) % q} mod {q}"))
         elif proof.get("locality") == "element":  # products of elements: each monomial's coefficient, all at once
             bits = 8 * driver.element_bytes(fn["dtype"])
             ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
@@ -295,22 +295,32 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
             d, copies = layout["d"], fn.get("k", 1)
             pairs = [(i, k, j, l) for i in range(copies) for k in range(d) for j in range(copies) for l in range(d)]
             units = [unit_block_products(layout, n, q, k, 0) for k in range(d)]
-            zero = np.zeros(n, dtype=np.int64)
+            zero = np.zeros(n, dtype=units[0].dtype)
 
             def placed(poly: int, block_unit: int) -> np.ndarray:
                 return np.concatenate([units[block_unit] if c == poly else zero for c in range(copies)])
 
             a = np.array([placed(i, k) for i, k, _, _ in pairs])
             b = np.array([placed(j, l) for _, _, j, l in pairs])
-            got = _integers(calls.batch(fn, {1: a, 2: b})[0])
+            got = calls.batch(fn, {1: a, 2: b})[0]
             want = np.array([unit_block_products(layout, n, q, k, l) if i == j else zero for i, k, j, l in pairs])
-            bad = np.argwhere((got - scale * want) % q)
+            bad = _mismatches(got, want, scale, q)
             out.append((f"{name} ({len(pairs)} pairs of unit blocks)", None if not len(bad) else
                         f"pair {pairs[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
-                        f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
+                        f"want {scale * int(want[tuple(bad[0])]) % q} mod {q}"))
         else:
             out.append((name, f"no basis proof for a map of form {mono} with locality {proof.get('locality')}"))
     return out
+
+
+def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.ndarray:
+    """The indices where a kernel's outputs are not scale * want mod q (want:
+    the references' residues; uint64 ones, of a q too large for int64 sums,
+    compared as uint64 residues, without Python integers)."""
+    if want.dtype != np.uint64:
+        return np.argwhere((_integers(got) - scale * want) % q)
+    residues = got % np.uint64(q) if got.dtype == np.uint64 else (got.astype(np.int64) % q).astype(np.uint64)
+    return np.argwhere(residues != mulmod(want, np.uint64(scale % q), q))
 
 
 def _integers(a: np.ndarray) -> np.ndarray:

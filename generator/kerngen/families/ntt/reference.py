@@ -21,10 +21,13 @@ product of two residues is at most (q-1)^2, and a sum of t of them at most
 t (q-1)^2. The longest sums are the rows of the matrix product in
 `_remainders` (t = number of d-chunks of the polynomial, at most n) and the
 schoolbook convolutions in `_products` (t = the shorter factor's length, at
-most n). For the NTT family's range, q < 2^15 and n <= 4096 = 2^12, that is
-below 2^12 * 2^30 = 2^42, far below 2^63: int64 is exact, with a margin of
-2^21. `_dtype` checks the bound for the actual q and t and, outside it, falls
-back to Python integers (dtype object: exact, only slower).
+most n). For q < 2^15 and n <= 4096 = 2^12, that is below 2^12 * 2^30 =
+2^42, far below 2^63: int64 is exact, with a margin of 2^21. `_dtype`
+checks the bound for the actual q and t. Outside it (the 32- and 64-bit
+lanes' q), residues are uint64 and every product is reduced at once
+(`mulmod`, exact for q < 2^62, see there; a sum of two residues stays below
+2^63), where the platform's long double has a 64-bit significand (x86);
+elsewhere Python integers (dtype object: exact, only slower).
 """
 
 from __future__ import annotations
@@ -36,10 +39,36 @@ import numpy as np
 _CHUNK = 1 << 20
 
 
+_LONG_DOUBLE_EXACT = np.finfo(np.longdouble).nmant >= 63  # x87's 80-bit format: a 64-bit significand
+
+
 def _dtype(q: int, terms: int):
     """int64 when a sum of `terms` products of two residues mod q (plus a few
-    more residues) cannot reach 2^63; else object (Python integers)."""
-    return np.int64 if (terms + 2) * q * q < 1 << 63 else object
+    more residues) cannot reach 2^63; else uint64 residues reduced product by
+    product (`mulmod`) where that is exact; else object (Python integers)."""
+    if (terms + 2) * q * q < 1 << 63:
+        return np.int64
+    return np.uint64 if q < 1 << 62 and _LONG_DOUBLE_EXACT else object
+
+
+def mulmod(a: np.ndarray, b: np.ndarray | np.uint64, q: int) -> np.ndarray:
+    """a * b mod q element-wise for uint64 residues below q < 2^62, exactly.
+    The quotient is estimated in long double: a and b are exact there (62
+    bits), and the product and the division each round by at most 2^-64
+    relatively, so the estimate is within 2^62 * 2^-63 < 1 of a*b/q and its
+    floor within 1 of floor(a*b/q). Then a*b - floor*q lies in [-q, 2q), so
+    it is computed exactly by wrapping uint64 arithmetic read as int64 (|.| <
+    2^63), and one correction either way brings it into [0, q)."""
+    ld = np.longdouble
+    quotient = (np.asarray(a).astype(ld) * np.asarray(b).astype(ld) / ld(q)).astype(np.uint64)  # floor: >= 0
+    r = (a * b - quotient * np.uint64(q)).astype(np.int64)
+    r = np.where(r < 0, r + q, r)
+    return np.where(r >= q, r - q, r).astype(np.uint64)
+
+
+def _mul(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
+    """a * b mod q element-wise, residues of any of `_dtype`'s types."""
+    return mulmod(a, b, q) if a.dtype == np.uint64 else a * b % q
 
 
 def _residues(values, q: int, dtype) -> np.ndarray:
@@ -64,8 +93,8 @@ def _powers(zetas: np.ndarray, m: int, q: int, dtype) -> np.ndarray:
     filled = 1
     while filled < m:
         take = min(filled, m - filled)
-        v[:, filled:filled + take] = v[:, :take] * step[:, None] % q
-        step = step * step % q
+        v[:, filled:filled + take] = _mul(v[:, :take], step[:, None], q)
+        step = _mul(step, step, q)
         filled += take
     return v
 
@@ -79,11 +108,17 @@ def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) ->
     Modulo x^d - zeta, x^d = zeta, so a = sum_i A_i(x) zeta^i, a polynomial of
     degree < d and therefore the remainder: coefficient k is
     sum_i a[d i + k] zeta^i mod q, i.e. the matrix product V @ A with
-    V[j, i] = zeta_j^i and A[i, k] = a[d i + k]."""
+    V[j, i] = zeta_j^i and A[i, k] = a[d i + k] (on uint64 residues the same
+    sums by Horner's rule, each product reduced)."""
     length = coeffs.shape[-1]
     m = max(1, -(-length // d))  # number of chunks A_i
     pad = np.zeros(coeffs.shape[:-1] + (m * d - length,), dtype=dtype)
     chunks = np.concatenate([coeffs.astype(dtype), pad], axis=-1).reshape(coeffs.shape[:-1] + (m, d))
+    if dtype is np.uint64:  # Horner's rule from the top chunk down, acc * zeta + A_i: no matrix V
+        acc = np.zeros((len(zetas), d), dtype=np.uint64)
+        for i in reversed(range(m)):
+            acc = (mulmod(acc, zetas[:, None], q) + chunks[..., i, :]) % np.uint64(q)
+        return acc
     out = np.empty((len(zetas), d), dtype=dtype)
     rows = max(1, _CHUNK // m)
     for s in range(0, len(zetas), rows):
@@ -95,14 +130,17 @@ def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) ->
     return out
 
 
-def _products(a: np.ndarray, b: np.ndarray, dtype) -> np.ndarray:
+def _products(a: np.ndarray, b: np.ndarray, q: int, dtype) -> np.ndarray:
     """Row j: the schoolbook product of polynomials a[j] and b[j] (coefficients
     lowest first, residues mod q), not reduced. Each coefficient is a sum of
     at most min(len a, len b) products of residues. Loops over whichever is
     shorter, the rows or the coefficients of a; the rest is one numpy step."""
     rows, da = a.shape
     out = np.zeros((rows, da + b.shape[1] - 1), dtype=dtype)
-    if rows <= da:  # few long polynomials (negacyclic_product: one of n)
+    if dtype is np.uint64:  # each product reduced, each sum of two residues too
+        for i in range(da):
+            out[:, i:i + b.shape[1]] = (out[:, i:i + b.shape[1]] + mulmod(a[:, i:i + 1], b, q)) % np.uint64(q)
+    elif rows <= da:  # few long polynomials (negacyclic_product: one of n)
         for j in range(rows):
             out[j] = np.convolve(a[j], b[j])
     else:  # many short ones (base blocks of degree d)
@@ -155,7 +193,7 @@ def block_products(a_blocks: list[list[int]], b_blocks: list[list[int]], zetas: 
     a, b = _residues(a_blocks, q, dtype), _residues(b_blocks, q, dtype)
     if a.shape != (len(zetas), da) or b.shape != (len(zetas), db):
         raise ValueError("all a blocks must have one length, all b blocks one length")
-    prods = _products(a, b, dtype) % q
+    prods = _products(a, b, q, dtype) % q
     return _remainders(prods, da, _residues(zetas, q, dtype), q, dtype).tolist()
 
 
@@ -186,7 +224,7 @@ def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
     for k, z in enumerate(zetas):
         top = k * d  # degree of the product so far
         low = prod[:top + 1].copy()
-        prod[:top + 1] = -z * low % q
+        prod[:top + 1] = _mul(low, (q - z) % q, q)  # -z * low
         prod[d:top + d + 1] = (prod[d:top + d + 1] + low) % q
     if prod.tolist() != [1] + [0] * (n - 1) + [1]:
         return "the product of x^d - zeta_j over all blocks is not x^n + 1"
@@ -236,7 +274,7 @@ def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
     inv_m = pow(m, -1, q)
     dtype = _dtype(q, 1)
     zinv = _residues([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], q, dtype)
-    powers = _powers_of(zinv, m, q) * inv_m % q  # (blocks, m)
+    powers = _mul(_powers_of(zinv, m, q), np.array(inv_m, dtype=zinv.dtype), q)  # (blocks, m)
     out = np.zeros((n, n), dtype=dtype)
     t = np.arange(m)
     for j, blk in enumerate(layout["blocks"]):
