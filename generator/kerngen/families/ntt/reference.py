@@ -132,9 +132,11 @@ def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) ->
 
 def _products(a: np.ndarray, b: np.ndarray, q: int, dtype) -> np.ndarray:
     """Row j: the schoolbook product of polynomials a[j] and b[j] (coefficients
-    lowest first, residues mod q), not reduced. Each coefficient is a sum of
-    at most min(len a, len b) products of residues. Loops over whichever is
-    shorter, the rows or the coefficients of a; the rest is one numpy step."""
+    lowest first, residues mod q), not reduced (on uint64 residues reduced:
+    each product and each partial sum). Each coefficient is a sum of at most
+    min(len a, len b) products of residues. Loops over whichever is shorter,
+    the rows or the coefficients of a (on uint64, the coefficients of a); the
+    rest is one numpy step."""
     rows, da = a.shape
     out = np.zeros((rows, da + b.shape[1] - 1), dtype=dtype)
     if dtype is np.uint64:  # each product reduced, each sum of two residues too
