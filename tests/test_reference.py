@@ -147,8 +147,8 @@ def test_arbitrary_zetas_and_lengths_match_sympy():
             assert ref.block_product(a, b, z, q) == sympy_block_product(a, b, z, q)
 
 
-def test_outside_int64_uint64_residues_or_python_integers(monkeypatch):
-    """Outside the int64-safe range: uint64 residues reduced product by product
+def test_int64_uint64_or_python_integers_by_the_size_of_q(monkeypatch):
+    """int64 below 2^31; above it uint64 residues reduced product by product
     below 2^62 (where long double is exact), Python integers above it (and
     where it is not); each against SymPy."""
     rng = random.Random(5)
@@ -158,7 +158,8 @@ def test_outside_int64_uint64_residues_or_python_integers(monkeypatch):
     cases = [((1 << 31) - 1, True), ((1 << 61) - 1, True), ((1 << 61) - 1, False), (above, True)]
     for q, exact in cases:  # Mersenne primes, and the first prime above 2^62
         monkeypatch.setattr(ref, "_LONG_DOUBLE_EXACT", exact and ref._LONG_DOUBLE_EXACT)
-        assert ref._dtype(q, 16) is (np.uint64 if q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
+        assert ref._dtype(q) is (np.int64 if q < 1 << 31 else
+                                 np.uint64 if q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
         a, b = [rng.randrange(q) for _ in range(16)], [rng.randrange(q) for _ in range(16)]
         z = rng.randrange(q)
         assert ref.reduce_block(a, 4, z, q) == sympy_reduce(a, 4, z, q)
@@ -167,10 +168,11 @@ def test_outside_int64_uint64_residues_or_python_integers(monkeypatch):
         assert ref.negacyclic_product(a, b, q) == sympy_negacyclic(a, b, q)
 
 
-def test_int64_is_used_for_the_ntt_range():
-    """q < 2^15 and sums of up to n = 4096 products: (4096 + 2) * 2^30 < 2^63."""
-    assert ref._dtype((1 << 15) - 1, 4096) is np.int64
-    assert ref._dtype((1 << 31) - 1, 1) is not np.int64
+def test_int64_is_used_for_16_and_32_bit_lanes():
+    """q < 2^31: a product of two residues plus one stays below 2^62."""
+    assert ref._dtype((1 << 15) - 1) is np.int64
+    assert ref._dtype((1 << 31) - 1) is np.int64
+    assert ref._dtype(4294967311) is not np.int64  # the first prime above 2^32
 
 
 @pytest.mark.skipif(not ref._LONG_DOUBLE_EXACT, reason="long double has no 64-bit significand here")

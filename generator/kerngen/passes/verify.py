@@ -787,6 +787,10 @@ def _sum_parts(mc: _Machine, leaf: tuple) -> tuple[tuple, tuple] | None:
     return tuple(("leaf", v, leaf[2]) for v in d.sources)
 
 
+# the lane of a term built for every lane at once: each leaf's lane is the lane the term is read in
+EVERY_LANE = None
+
+
 def _product_terms(mc: _Machine, result: Value, active: int, inside: set[int], bad) -> list[tuple]:
     """The term of each of the `active` lanes of a product's result
     (`_lane_term`). On 64-bit lanes the products are assembled from 32-bit
@@ -808,10 +812,6 @@ def _product_terms(mc: _Machine, result: Value, active: int, inside: set[int], b
 
     term = wide.recognise(_lane_term(mc, result, EVERY_LANE, inside, bad), constants)
     return [_in_lane(term, lane, {}) for lane in range(active)]
-
-
-# the lane of a term built for every lane at once: each leaf's lane is the lane the term is read in
-EVERY_LANE = None
 
 
 def _in_lane(term: tuple, lane: int, seen: dict) -> tuple:

@@ -16,37 +16,28 @@ Whole-array entry points (one numpy computation for every block at once):
 `reduce_block`, `block_product`, `negacyclic_product` are the same code
 applied to one block.
 
-Exactness. Every input is first reduced to a residue in [0, q), so one
-product of two residues is at most (q-1)^2, and a sum of t of them at most
-t (q-1)^2. The longest sums are the rows of the matrix product in
-`_remainders` (t = number of d-chunks of the polynomial, at most n) and the
-schoolbook convolutions in `_products` (t = the shorter factor's length, at
-most n). For q < 2^15 and n <= 4096 = 2^12, that is below 2^12 * 2^30 =
-2^42, far below 2^63: int64 is exact, with a margin of 2^21. `_dtype`
-checks the bound for the actual q and t. Outside it (the 32- and 64-bit
-lanes' q), residues are uint64 and every product is reduced at once
-(`mulmod`, exact for q < 2^62, see there; a sum of two residues stays below
-2^63), where the platform's long double has a 64-bit significand (x86);
-elsewhere Python integers (dtype object: exact, only slower).
+Exactness. Every input is first reduced to a residue in [0, q), and every
+step reduces again: its largest intermediate is a product of two residues
+plus a residue, (q-1)^2 + (q-1) < q^2. For q < 2^31 that is below 2^62:
+int64 is exact. Above it residues are uint64 and each product is reduced at
+once (`mulmod`, exact for q < 2^62, see there; a sum of two residues stays
+below 2^63), where the platform's long double has a 64-bit significand
+(x86); elsewhere Python integers (dtype object: exact, only slower).
+`_dtype` picks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# elements of the power matrix V built at a time (8 MiB of int64): bounds memory
-# for n = 4096, d = 1, where the whole V would be 4096 x 4096
-_CHUNK = 1 << 20
-
-
 _LONG_DOUBLE_EXACT = np.finfo(np.longdouble).nmant >= 63  # x87's 80-bit format: a 64-bit significand
 
 
-def _dtype(q: int, terms: int):
-    """int64 when a sum of `terms` products of two residues mod q (plus a few
-    more residues) cannot reach 2^63; else uint64 residues reduced product by
-    product (`mulmod`) where that is exact; else object (Python integers)."""
-    if (terms + 2) * q * q < 1 << 63:
+def _dtype(q: int):
+    """int64 when a product of two residues mod q plus one cannot reach 2^63
+    (q < 2^31); else uint64 residues, each product reduced at once by
+    `mulmod`, where that is exact; else object (Python integers)."""
+    if q * q < 1 << 62:
         return np.int64
     return np.uint64 if q < 1 << 62 and _LONG_DOUBLE_EXACT else object
 
@@ -107,60 +98,38 @@ def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) ->
     From the definition: write a = sum_i A_i(x) x^(d i) with deg A_i < d.
     Modulo x^d - zeta, x^d = zeta, so a = sum_i A_i(x) zeta^i, a polynomial of
     degree < d and therefore the remainder: coefficient k is
-    sum_i a[d i + k] zeta^i mod q, i.e. the matrix product V @ A with
-    V[j, i] = zeta_j^i and A[i, k] = a[d i + k] (on uint64 residues the same
-    sums by Horner's rule, each product reduced)."""
+    sum_i a[d i + k] zeta^i mod q, taken by Horner's rule from the top chunk
+    down, acc = acc * zeta + A_i, every step reduced."""
     length = coeffs.shape[-1]
     m = max(1, -(-length // d))  # number of chunks A_i
     pad = np.zeros(coeffs.shape[:-1] + (m * d - length,), dtype=dtype)
     chunks = np.concatenate([coeffs.astype(dtype), pad], axis=-1).reshape(coeffs.shape[:-1] + (m, d))
-    if dtype is np.uint64:  # Horner's rule from the top chunk down, acc * zeta + A_i: no matrix V
-        acc = np.zeros((len(zetas), d), dtype=np.uint64)
-        for i in reversed(range(m)):
-            acc = (mulmod(acc, zetas[:, None], q) + chunks[..., i, :]) % np.uint64(q)
-        return acc
-    out = np.empty((len(zetas), d), dtype=dtype)
-    rows = max(1, _CHUNK // m)
-    for s in range(0, len(zetas), rows):
-        v = _powers(zetas[s:s + rows], m, q, dtype)
-        if chunks.ndim == 2:  # one polynomial for every row
-            out[s:s + rows] = v @ chunks % q
-        else:  # (rows, 1, m) @ (rows, m, d): each row its own polynomial
-            out[s:s + rows] = (v[:, None, :] @ chunks[s:s + rows])[:, 0, :] % q
-    return out
+    acc = np.zeros((len(zetas), d), dtype=dtype)
+    for i in reversed(range(m)):
+        acc = (_mul(acc, zetas[:, None], q) + chunks[..., i, :]) % q
+    return acc
 
 
-def _products(a: np.ndarray, b: np.ndarray, q: int, dtype) -> np.ndarray:
-    """Row j: the schoolbook product of polynomials a[j] and b[j] (coefficients
-    lowest first, residues mod q), not reduced (on uint64 residues reduced:
-    each product and each partial sum). Each coefficient is a sum of at most
-    min(len a, len b) products of residues. Loops over whichever is shorter,
-    the rows or the coefficients of a (on uint64, the coefficients of a); the
-    rest is one numpy step."""
+def _products(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
+    """Row j: the schoolbook product of polynomials a[j] and b[j] mod q
+    (coefficients lowest first, residues): one numpy step per coefficient of
+    a, for every row at once, each product and each sum reduced."""
     rows, da = a.shape
-    out = np.zeros((rows, da + b.shape[1] - 1), dtype=dtype)
-    if dtype is np.uint64:  # each product reduced, each sum of two residues too
-        for i in range(da):
-            out[:, i:i + b.shape[1]] = (out[:, i:i + b.shape[1]] + mulmod(a[:, i:i + 1], b, q)) % np.uint64(q)
-    elif rows <= da:  # few long polynomials (negacyclic_product: one of n)
-        for j in range(rows):
-            out[j] = np.convolve(a[j], b[j])
-    else:  # many short ones (base blocks of degree d)
-        for i in range(da):
-            out[:, i:i + b.shape[1]] += a[:, i:i + 1] * b
+    out = np.zeros((rows, da + b.shape[1] - 1), dtype=a.dtype)
+    for i in range(da):
+        out[:, i:i + b.shape[1]] = (out[:, i:i + b.shape[1]] + _mul(a[:, i:i + 1], b, q)) % q
     return out
 
 
 def _reduce(a: list[int], d: int, zetas: list[int], q: int) -> np.ndarray:
-    length = len(a)
-    dtype = _dtype(q, max(1, -(-length // d)))
+    dtype = _dtype(q)
     return _remainders(_residues(a, q, dtype), d, _residues(zetas, q, dtype), q, dtype)
 
 
 def reduce_blocks(a: list[int], layout: dict, q: int) -> list[list[int]]:
     """For every block j of `layout` ({"d": d, "blocks": [{"zeta": zeta_j, ...}]}),
     in the layout's order: the coefficients of a mod (x^d - zeta_j) over GF(q),
-    lowest degree first. One matrix product for all blocks (see `_remainders`)."""
+    lowest degree first. All blocks at once (see `_remainders`)."""
     if not layout["blocks"]:
         return []
     return _reduce(a, layout["d"], [blk["zeta"] for blk in layout["blocks"]], q).tolist()
@@ -190,13 +159,11 @@ def block_products(a_blocks: list[list[int]], b_blocks: list[list[int]], zetas: 
     da, db = len(a_blocks[0]), len(b_blocks[0])
     if da == 0 or db == 0:
         raise ValueError("blocks must not be empty")
-    # the longest sums: the convolution's, and the remainder's (chunks of the product)
-    dtype = _dtype(q, max(min(da, db), -(-(da + db - 1) // da)))
+    dtype = _dtype(q)
     a, b = _residues(a_blocks, q, dtype), _residues(b_blocks, q, dtype)
     if a.shape != (len(zetas), da) or b.shape != (len(zetas), db):
         raise ValueError("all a blocks must have one length, all b blocks one length")
-    prods = _products(a, b, q, dtype) % q
-    return _remainders(prods, da, _residues(zetas, q, dtype), q, dtype).tolist()
+    return _remainders(_products(a, b, q), da, _residues(zetas, q, dtype), q, dtype).tolist()
 
 
 def block_product(a: list[int], b: list[int], zeta: int, q: int) -> list[int]:
@@ -219,7 +186,7 @@ def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
     binomial at a time: times (x^d - zeta) is a shift by d minus zeta times
     the coefficients, each step one product of residues."""
     d = layout["d"]
-    dtype = _dtype(q, 1)
+    dtype = _dtype(q)
     zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
     prod = np.zeros(len(zetas) * d + 1, dtype=dtype)
     prod[0] = 1
@@ -245,7 +212,7 @@ def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
 
 
 def _powers_of(zetas: np.ndarray, m: int, q: int) -> np.ndarray:
-    return _powers(zetas, m, q, _dtype(q, 1))
+    return _powers(zetas, m, q, _dtype(q))
 
 
 def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
@@ -253,7 +220,7 @@ def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
     zeta_j^(i div d) x^(i mod d), so block j's coefficient i mod d is
     zeta_j^(i div d), written at positions[j][i mod d]; all else is zero."""
     d = layout["d"]
-    dtype = _dtype(q, 1)
+    dtype = _dtype(q)
     zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
     pos = np.array([blk["positions"] for blk in layout["blocks"]], dtype=np.int64)  # (blocks, d)
     powers = _powers_of(zetas, n // d, q)  # (blocks, n/d): zeta_j^t
@@ -274,7 +241,7 @@ def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
     d = layout["d"]
     m = n // d
     inv_m = pow(m, -1, q)
-    dtype = _dtype(q, 1)
+    dtype = _dtype(q)
     zinv = _residues([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], q, dtype)
     powers = _mul(_powers_of(zinv, m, q), np.array(inv_m, dtype=zinv.dtype), q)  # (blocks, m)
     out = np.zeros((n, n), dtype=dtype)
@@ -289,7 +256,7 @@ def unit_block_products(layout: dict, n: int, q: int, k: int, l: int) -> np.ndar
     """The NTT-domain array of x^k * x^l in every block: x^(k+l) when k + l < d,
     else zeta_j x^(k+l-d) (x^d = zeta_j in block j)."""
     d = layout["d"]
-    out = np.zeros(n, dtype=_dtype(q, 1))
+    out = np.zeros(n, dtype=_dtype(q))
     for blk in layout["blocks"]:
         s = k + l
         out[blk["positions"][s % d]] = 1 if s < d else blk["zeta"] % q
