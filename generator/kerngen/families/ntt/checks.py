@@ -315,8 +315,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
 
 def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.ndarray:
     """The indices where a kernel's outputs are not scale * want mod q (want:
-    the references' residues; uint64 ones, of a q too large for int64 sums,
-    compared as uint64 residues, without Python integers)."""
+    the references' residues; uint64 ones, of a q at or above 2^31, compared
+    as uint64 residues, without Python integers)."""
     if want.dtype != np.uint64:
         return np.argwhere((_integers(got) - scale * want) % q)
     residues = got % np.uint64(q) if got.dtype == np.uint64 else (got.astype(np.int64) % q).astype(np.uint64)
