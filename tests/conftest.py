@@ -7,6 +7,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def on_the_set_worker(path: Path, *values, id: str | None = None):
+    """A parametrize case building the shipped set `path` with its own settings
+    (any platform sharing System V's convention), run on the same worker as the
+    suite's other such builds of that set (`make test` distributes by these
+    groups): there the kernels are compiled once and taken from the pipeline's
+    recent compilations after (`pipeline.RECENT_KERNELS`)."""
+    return pytest.param(path, *values, marks=pytest.mark.xdist_group(path.stem), id=id or path.stem)
+
+
 def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
     """The command line, run as a user runs it (arguments may be paths)."""
     return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,

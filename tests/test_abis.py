@@ -19,7 +19,7 @@ from kerngen.families import build_all, load
 from kerngen.harness import macho, wine
 from kerngen.target.render import render
 
-from conftest import REPO, kerngen
+from conftest import REPO, kerngen, on_the_set_worker
 
 SHIPPED = sorted((REPO / "params").glob("*.toml"))
 ALL = "sysv,win64,macho"
@@ -173,7 +173,7 @@ def test_a_program_calls_hidden_kernels_it_links(tmp_path):
 # --- Mach-O -----------------------------------------------------------------------
 
 @needs("nasm", *macho.TOOLS[1:])
-@pytest.mark.parametrize("path, visibility", MACHO_CASES, ids=[f"{v}-{p.stem}" for p, v in MACHO_CASES])
+@pytest.mark.parametrize("path, visibility", [on_the_set_worker(p, v, id=f"{v}-{p.stem}") for p, v in MACHO_CASES])
 def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibility):
     """Underscored symbols of the manifest's visibility in __TEXT,__text, tables in
     __TEXT,__const, nothing else exported or undefined, every relocation RIP-relative."""

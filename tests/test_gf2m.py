@@ -22,6 +22,8 @@ from kerngen.harness import driver
 from kerngen.target.files import write
 from kerngen.target.render import render
 
+from conftest import on_the_set_worker
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(ROOT.glob("params/gf2m-*.toml"))
 
@@ -52,7 +54,7 @@ def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
 
 
 @needs_tools
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [on_the_set_worker(p) for p in SHIPPED])
 def test_shipped_field_passes_all_checks(path, work):
     p = load(path)
     bundle = gf2m_build(p)

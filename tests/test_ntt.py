@@ -17,7 +17,7 @@ from kerngen.passes.pipeline import compile_kernel
 from kerngen.passes.verify import verify_kernel
 from kerngen.target.target import make_target
 
-from conftest import REPO
+from conftest import REPO, on_the_set_worker
 
 NTT_SETS = sorted(p for p in (REPO / "params").glob("*.toml") if load(p).family == "ntt")
 
@@ -129,11 +129,12 @@ def test_every_policy_passes_on_shipped_sets(path, policy):
     assert outcome.failed == 0, outcome.failures
 
 
-@pytest.mark.parametrize("name, mul", [("newhope-12289", "montgomery"), ("nfl-1073479681", "shoup")])
-def test_verifier_refuses_a_schedule_without_its_reductions(name, mul):
+@pytest.mark.parametrize("path, mul", [on_the_set_worker(REPO / "params/newhope-12289.toml", "montgomery"),
+                                       on_the_set_worker(REPO / "params/nfl-1073479681.toml", "shoup")])
+def test_verifier_refuses_a_schedule_without_its_reductions(path, mul):
     """Both need reductions in their forward NTT (Barrett on signed lanes,
     Harvey's on unsigned ones); drop them and the verifier must say where."""
-    p = dataclasses.replace(load(REPO / f"params/{name}.toml"), mul=mul)
+    p = dataclasses.replace(load(path), mul=mul)
     bundle = build(p)
     ar = bundle.design if mul == "shoup" else dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
     good = schedule(ar, "index", "forward", p.q - 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
+from collections import OrderedDict
 
 import pytest
 
@@ -27,6 +28,7 @@ from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLem
 from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
 from kerngen.passes.encoding import fold_loads
+from kerngen.passes import pipeline
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.target.files import write
 from kerngen.target.printer import body_text
@@ -348,6 +350,7 @@ def _groups(count: int, table_stride: int):
 def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(monkeypatch):
     monkeypatch.setattr(roll_pass, "ROLL_ABOVE", 0)
     monkeypatch.setattr(roll_pass, "_MIN_SAVED", 4)
+    monkeypatch.setattr(pipeline, "_recent", OrderedDict())  # nothing compiled under the usual thresholds
     c = _groups(16, 32)
     body, straight = list(c.kernel.body), executed(c.kernel)
     assert c.kernel.loops == ((16, 6),)  # load, add, sub, store, and the two pointers moved
@@ -366,6 +369,38 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
             check_encoding(body[:at] + [ins] + body[at + 1:], straight, AVX2_16.abi, 1)
     same_row = _groups(16, 0).kernel  # read 32 times: held in a register, so only the argument moves
     assert same_row.loops == ((16, 5),) and not any(ins.op == "lea" for ins in same_row.body)
+
+
+def _doubling(vectors: int) -> tuple[Builder, Contract]:
+    """x[v] += x[v] over `vectors` ymm of argument 0."""
+    b = Builder(256)
+    for v in range(vectors):
+        x = b.op("load", Mem(ArgBase(0), 32 * v, 32))
+        b.emit("store", Mem(ArgBase(0), 32 * v, 32), b.op("vpaddw", x, x))
+    arg = ArgSpec("a", "inout", "int16_t", 2, 16 * vectors, 32)
+    return b, Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
+
+
+def test_a_kernel_is_compiled_once_for_the_platforms_of_one_convention(monkeypatch):
+    """System V on ELF and on Mach-O: the passes run once and the kernel comes
+    back on each target; Win64 is compiled again, and so is another builder."""
+    monkeypatch.setattr(pipeline, "_recent", OrderedDict())
+    verified = []
+
+    def counted(name, run):
+        return (lambda u: (verified.append(u.target.platform.name), run(u))) if name == "verify" else run
+    monkeypatch.setattr(pipeline, "PASSES", tuple((name, counted(name, run)) for name, run in pipeline.PASSES))
+    elf, macho, win64 = (make_target("avx2", 16, platform) for platform in ("sysv", "macho", "win64"))
+
+    def compiled(vectors, target):
+        b, contract = _doubling(vectors)
+        return compile_kernel(b, "kg_double", contract, target, modulus=3329)
+    first, again, other = (compiled(8, t) for t in (elf, macho, win64))
+    assert verified == ["sysv", "win64"]
+    assert again.kernel.body == first.kernel.body and again.contract == first.contract
+    assert (first.kernel.target, again.kernel.target, other.kernel.target) == (elf, macho, win64)
+    compiled(4, macho)
+    assert verified == ["sysv", "win64", "macho"]
 
 
 def test_only_the_kernels_beyond_the_uop_cache_are_rolled():

@@ -17,6 +17,7 @@ import dataclasses
 import gc
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -171,6 +172,18 @@ class Compiled:
     proof: Proof | None  # None when no verification was asked for
 
 
+# The passes read a target's instruction set, lane width and calling convention, never its object format or
+# symbol visibility: a bundle emitted for System V on ELF and on Mach-O compiles each kernel once. The last
+# RECENT_KERNELS compilations are kept, by everything the passes read.
+RECENT_KERNELS = 64
+_recent: OrderedDict[tuple, Compiled] = OrderedDict()
+
+
+def _recent_key(builder: Builder, symbol: str, contract: Contract, target: Target, *flags) -> tuple:
+    return (symbol, target.isa, target.lane_bits, target.abi, contract, flags, tuple(builder.instrs),
+            tuple(builder.tables.values()))
+
+
 def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
                    gf2: bool = False, callee_saved: bool = False, signed: bool = True,
                    shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
@@ -179,7 +192,14 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
     ensures; with `gf2` (bit-vector lanes, nothing to overflow) it derives the
     forms and dependences only, and the contract's ensures must be given.
     `signed`: how the lanes' values are read (the contract's bounds too);
-    `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products)."""
+    `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products).
+    A kernel compiled lately for a target differing only in object format or
+    visibility is taken from there, on this target."""
+    key = _recent_key(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
+    done = _recent.get(key)
+    if done is not None:
+        _recent.move_to_end(key)
+        return dataclasses.replace(done, kernel=dataclasses.replace(done.kernel, target=target))
     verification = None
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
@@ -198,4 +218,8 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
     if took >= PROGRESS_AFTER:
         progress.info("%s: %d instructions, %s in %.0f s", symbol, len(u.kernel.body),
                       "verified" if u.proof is not None else "allocated", took)
-    return Compiled(u.kernel, contract, u.proof)
+    compiled = Compiled(u.kernel, contract, u.proof)
+    _recent[key] = compiled
+    if len(_recent) > RECENT_KERNELS:
+        _recent.popitem(last=False)
+    return compiled
