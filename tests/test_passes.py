@@ -333,7 +333,7 @@ def test_a_commutative_operation_names_its_high_register_where_the_short_prefix_
     assert body_text((Instr("vpaddw", (x2, x2, x9)),), SSE_16) == ["paddw        xmm2, xmm9"]  # legacy keeps its tie
 
 
-def _groups(count: int, table_stride: int):
+def _groups(count: int, table_stride: int, target=AVX2_16):
     """`count` groups of (load, add a table row, store), each 32 bytes further
     into argument 0 and `table_stride` bytes further into the table."""
     b = Builder(256)
@@ -344,7 +344,7 @@ def _groups(count: int, table_stride: int):
         b.emit("store", Mem(ArgBase(0), 32 * g, 32), y)
     arg = ArgSpec("a", "inout", "int16_t", 2, 16 * count, 32)
     contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
-    return compile_kernel(b, "kg_groups", contract, AVX2_16, modulus=3329)
+    return compile_kernel(b, "kg_groups", contract, target, modulus=3329)
 
 
 def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(monkeypatch):
@@ -371,16 +371,6 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
     assert same_row.loops == ((16, 5),) and not any(ins.op == "lea" for ins in same_row.body)
 
 
-def _doubling(vectors: int) -> tuple[Builder, Contract]:
-    """x[v] += x[v] over `vectors` ymm of argument 0."""
-    b = Builder(256)
-    for v in range(vectors):
-        x = b.op("load", Mem(ArgBase(0), 32 * v, 32))
-        b.emit("store", Mem(ArgBase(0), 32 * v, 32), b.op("vpaddw", x, x))
-    arg = ArgSpec("a", "inout", "int16_t", 2, 16 * vectors, 32)
-    return b, Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
-
-
 def test_a_kernel_is_compiled_once_for_the_platforms_of_one_convention(monkeypatch):
     """System V on ELF and on Mach-O: the passes run once and the kernel comes
     back on each target; Win64 is compiled again, and so is another builder."""
@@ -391,15 +381,11 @@ def test_a_kernel_is_compiled_once_for_the_platforms_of_one_convention(monkeypat
         return (lambda u: (verified.append(u.target.platform.name), run(u))) if name == "verify" else run
     monkeypatch.setattr(pipeline, "PASSES", tuple((name, counted(name, run)) for name, run in pipeline.PASSES))
     elf, macho, win64 = (make_target("avx2", 16, platform) for platform in ("sysv", "macho", "win64"))
-
-    def compiled(vectors, target):
-        b, contract = _doubling(vectors)
-        return compile_kernel(b, "kg_double", contract, target, modulus=3329)
-    first, again, other = (compiled(8, t) for t in (elf, macho, win64))
+    first, again, other = (_groups(8, 32, t) for t in (elf, macho, win64))
     assert verified == ["sysv", "win64"]
     assert again.kernel.body == first.kernel.body and again.contract == first.contract
     assert (first.kernel.target, again.kernel.target, other.kernel.target) == (elf, macho, win64)
-    compiled(4, macho)
+    _groups(4, 32, macho)
     assert verified == ["sysv", "win64", "macho"]
 
 
