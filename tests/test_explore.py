@@ -19,6 +19,10 @@ from conftest import REPO, kerngen
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
+# one worker runs this module (`make test` distributes by groups): the run that `kyber_r1` makes, 12 bundles
+# built and timed, is then made once, not once on every worker that takes one of its tests
+pytestmark = pytest.mark.xdist_group("explore")
+
 
 @pytest.fixture(scope="module")
 def kyber_r1(tmp_path_factory):

@@ -8,7 +8,8 @@ from kerngen.commands.test import test_bundle as run_kerngen_bundle, test_params
 from kerngen.core.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
-from kerngen.families.ntt.build import build, input_bound
+from kerngen.families.ntt import schedule as schedule_module
+from kerngen.families.ntt.build import build, design, input_bound
 from kerngen.families.ntt.kernels import build_ntt, kernel_builder
 from kerngen.families.ntt.layout import block_units, plan, unit_pairs
 from kerngen.families.ntt.reducers import reducers
@@ -104,6 +105,25 @@ def test_random_scheme_shaped_sets_emit_verify_and_pass(n, seed, order, forward,
                       "isa": ["avx2", "sse"]}, "random")
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
+
+
+def test_a_bundle_searches_each_schedule_once(monkeypatch):
+    """The choice of reducer and of multiplication asks for the schedules the
+    kernels are then built with; each is searched once (newhope's minimal
+    policy under both strategies took 40 s when they were searched again)."""
+    searched = []
+
+    def counted(ar, policy, direction, input_bound):
+        searched.append((ar, policy, direction, input_bound))
+        return search(ar, policy, direction, input_bound)
+
+    search = schedule_module._schedule
+    monkeypatch.setattr(schedule_module, "_schedule", counted)
+    schedule.cache_clear()
+    design.cache_clear()
+    p = load(REPO / "params/newhope-12289.toml", Overrides(policy="minimal"))
+    build(p)
+    assert searched and len(set(searched)) == len(searched)
 
 
 @pytest.mark.parametrize("path", [p for p in NTT_SETS if load(p).n <= 512], ids=lambda p: p.stem)

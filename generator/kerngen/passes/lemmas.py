@@ -291,6 +291,7 @@ class SmtLemma(_OfIdiom, Lemma):
         return found
 
 
+@lru_cache(maxsize=None)
 def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     """Prove the idiom congruent to its input for every input; refuse it
     otherwise. `method` defaults by width: "exhaustive" up to 16 bits,

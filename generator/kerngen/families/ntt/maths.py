@@ -12,7 +12,7 @@ multiplication strategy's business, not this module's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import sympy
 
@@ -27,6 +27,14 @@ def max_layers(n: int, q: int) -> int:
     """Largest L with 2^(L+1) | q-1, capped at log2 n."""
     two_adicity = ((q - 1) & -(q - 1)).bit_length() - 1
     return min(two_adicity - 1, n.bit_length() - 1)
+
+
+@lru_cache(maxsize=None)
+def _block_exponents(layers: int, layer: int) -> tuple[int, ...]:
+    exps = [1 << layers]
+    for _ in range(layer):
+        exps = [c for e in exps for c in (e // 2, e // 2 + (1 << layers))]
+    return tuple(exps)
 
 
 @dataclass(frozen=True)
@@ -52,10 +60,7 @@ class NttMath:
 
     def block_exponents(self, layer: int) -> tuple[int, ...]:
         """Exponents e of the blocks x^(n>>layer) - psi^e before `layer`, in array order."""
-        exps = [1 << self.layers]
-        for _ in range(layer):
-            exps = [c for e in exps for c in (e // 2, e // 2 + (1 << self.layers))]
-        return tuple(exps)
+        return _block_exponents(self.layers, layer)
 
     @cached_property
     def final_zetas(self) -> tuple[int, ...]:

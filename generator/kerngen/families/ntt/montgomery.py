@@ -21,6 +21,7 @@ multiplication of Shoup bundles from 32-bit pieces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from collections.abc import Callable, Sequence
 
@@ -50,7 +51,7 @@ class Montgomery:
     name = "montgomery"
     signed = True  # lanes hold signed values
 
-    @property
+    @cached_property
     def lane_max(self) -> int:
         return lane_range(self.bits)[1]
 
@@ -209,7 +210,7 @@ class UnsignedMontgomery:
     def native(self) -> bool:
         return self.isa.has("mullo", self.bits)
 
-    @property
+    @cached_property
     def lane_max(self) -> int:
         return lane_range(self.bits, signed=False)[1]
 

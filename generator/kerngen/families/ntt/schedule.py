@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...core.errors import VerifyError
 from .layout import LayerPairs, NttLayout, layer_pairs, register_key
@@ -96,15 +97,39 @@ class Arithmetic:
         return self.mul.lane_max
 
 
-def _twiddle_magnitudes(ar: Arithmetic, lp: LayerPairs, inverse: bool, factor: int) -> list[list[int]]:
-    return [[abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor)]
-            for lo, _ in lp.pairs]
+@dataclass(frozen=True)
+class _Step:
+    """One executed layer as every state of a search sees it: its register
+    pairs, the |twiddle| of each butterfly, and the |scale| it multiplies by
+    (the inverse's first layer; None elsewhere)."""
+
+    index: int
+    pairs: LayerPairs
+    twiddles: tuple[tuple[int, ...], ...]
+    scale: int | None
 
 
+def _steps(ar: Arithmetic, direction: str) -> tuple[_Step, ...]:
+    inverse = direction == "inverse"
+    layers = layer_pairs(ar.layout)[::-1] if inverse else layer_pairs(ar.layout)
+    scale = ar.math.inverse_scale(ar.mul.r)
+    out = []
+    for index, lp in enumerate(layers):
+        scaled = inverse and index == 0  # the inverse's first layer carries its scaling
+        factor = scale if scaled else 1
+        rows = tuple(tuple(abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor))
+                     for lo, _ in lp.pairs)
+        out.append(_Step(index, lp, rows, abs(ar.mul.constant(scale).w) if scaled else None))
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
 def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
     """The policy's schedule. `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements; `minimal`
-    searches (a beam over per-layer choices) and never inserts more than `index`."""
+    searches (a beam over per-layer choices) and never inserts more than `index`.
+    (Kept: the choice of reducer and of multiplication asks for the schedules
+    that the kernels are then built with.)"""
     if policy in ("index", "minimal"):
         options = [_schedule(ar, "larger", direction, input_bound), _schedule(ar, "layer", direction, input_bound)]
         if policy == "minimal":  # the search, never worse than what index would do
@@ -118,29 +143,26 @@ _BEAM = 16
 
 
 def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
-    layers = layer_pairs(ar.layout)
-    if direction == "inverse":
-        layers = layers[::-1]
     start = _State(0, tuple([input_bound] * ar.math.n), (), (), ())
     if policy == "minimal":
         beam = [start]
-        for step, lp in enumerate(layers):
+        for step in _steps(ar, direction):
             grown: dict[tuple[int, ...], _State] = {}
             for state in beam:
                 for strategy in _STRATEGIES:
-                    nxt = _layer(ar, direction, step, lp, state, strategy)
+                    nxt = _layer(ar, direction, step, state, strategy)
                     if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
                         grown[nxt.bounds] = nxt
             if not grown:
-                raise ScheduleError(direction, lp.layer, ar.layout.lane_bits)
+                raise ScheduleError(direction, step.pairs.layer, ar.layout.lane_bits)
             beam = sorted(grown.values(), key=lambda st: (st.count, sum(st.bounds)))[:_BEAM]
         final = beam[0]
     else:
         final = start
-        for step, lp in enumerate(layers):
-            nxt = _layer(ar, direction, step, lp, final, policy)
+        for step in _steps(ar, direction):
+            nxt = _layer(ar, direction, step, final, policy)
             if nxt is None:
-                raise ScheduleError(direction, lp.layer, ar.layout.lane_bits)
+                raise ScheduleError(direction, step.pairs.layer, ar.layout.lane_bits)
             final = nxt
     at_end = policy == "eager"
     out = [ar.reducer.reduced_bound(x) for x in final.bounds] if at_end else final.bounds
@@ -157,17 +179,13 @@ class _State:
     per_index: tuple[tuple[int, ...], ...]
 
 
-def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _State,
-           strategy: str) -> _State | None:
+def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy: str) -> _State | None:
     """One layer under `strategy` ("eager", "layer", or how to pick within an
     overflowing pair: "larger", "lo", "hi", "both"); None if it cannot be kept safe."""
     b = list(state.bounds)
-    scale = ar.math.inverse_scale(ar.mul.r)
-    first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
-    w = _twiddle_magnitudes(ar, lp, direction == "inverse", scale if first_inverse else 1)
+    lp, w, scale_w = step.pairs, step.twiddles, step.scale
     reduced: set[int] = set()
     mul = ar.mul
-    scale_w = abs(mul.constant(scale).w) if first_inverse else None
 
     def transfer(lo, hi, row) -> list[tuple[int, int]] | None:
         """The pair's bounds after the butterflies, or None where a lane could overflow."""
@@ -191,7 +209,7 @@ def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _St
             b[i] = r.reduced_bound(b[i])
 
     if strategy == "eager":  # after every layer; before the first only where inputs could overflow (as `layer`)
-        if step > 0 or any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
+        if step.index > 0 or any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
             for lo, hi in lp.pairs:
                 reduce_reg(lo)
                 reduce_reg(hi)

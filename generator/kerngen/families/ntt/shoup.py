@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, lane_range
@@ -61,7 +62,7 @@ class Shoup:
         """The scale base multiplication leaves (its Montgomery radix 2^W), which the inverse NTT undoes."""
         return 1 << self.bits
 
-    @property
+    @cached_property
     def lane_max(self) -> int:
         return lane_range(self.bits, signed=False)[1]
 
@@ -196,7 +197,7 @@ class ConditionalSubtraction:
 
     kind = "csub"
 
-    @property
+    @cached_property
     def idiom(self) -> ScalarIdiom:
         return conditional_subtraction(self.q, self.c, self.bits, self.isa)
 
