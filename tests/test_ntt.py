@@ -113,9 +113,9 @@ def test_a_bundle_searches_each_schedule_once(monkeypatch):
     policy under both strategies took 40 s when they were searched again)."""
     searched = []
 
-    def counted(ar, policy, direction, input_bound):
-        searched.append((ar, policy, direction, input_bound))
-        return search(ar, policy, direction, input_bound)
+    def counted(*args):
+        searched.append(args)
+        return search(*args)
 
     search = schedule_module._schedule
     monkeypatch.setattr(schedule_module, "_schedule", counted)

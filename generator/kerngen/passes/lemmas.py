@@ -297,7 +297,8 @@ def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     otherwise. `method` defaults by width: "exhaustive" up to 16 bits,
     "smt" above. The same steps under other names are the same lemma (the
     verifier names what it rebuilds from instructions its own way): each is
-    proven once."""
+    proven once. An idiom asked about again (the schedules ask about a few,
+    millions of times) is not renamed again either."""
     names = {"x": "x"}
     steps = []
     for k, (op, dst, a, b) in enumerate(idiom.steps):

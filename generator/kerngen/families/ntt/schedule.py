@@ -128,25 +128,28 @@ def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> R
     """The policy's schedule. `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements; `minimal`
     searches (a beam over per-layer choices) and never inserts more than `index`.
-    (Kept: the choice of reducer and of multiplication asks for the schedules
-    that the kernels are then built with.)"""
+    Memoised: the choice of reducer and of multiplication asks for the
+    schedules that the kernels are then built with."""
+    steps = _steps(ar, direction)
     if policy in ("index", "minimal"):
-        options = [_schedule(ar, "larger", direction, input_bound), _schedule(ar, "layer", direction, input_bound)]
+        options = [_schedule(ar, steps, "larger", direction, input_bound),
+                   _schedule(ar, steps, "layer", direction, input_bound)]
         if policy == "minimal":  # the search, never worse than what index would do
-            options.insert(0, _schedule(ar, "minimal", direction, input_bound))
+            options.insert(0, _schedule(ar, steps, "minimal", direction, input_bound))
         best = min(options, key=lambda s: s.count)
         return dataclasses.replace(best, policy=policy)
-    return _schedule(ar, policy, direction, input_bound)
+    return _schedule(ar, steps, policy, direction, input_bound)
 
 _STRATEGIES = ("larger", "lo", "hi", "both")
 _BEAM = 16
 
 
-def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+def _schedule(ar: Arithmetic, steps: tuple[_Step, ...], policy: str, direction: str,
+              input_bound: int) -> ReductionSchedule:
     start = _State(0, tuple([input_bound] * ar.math.n), (), (), ())
     if policy == "minimal":
         beam = [start]
-        for step in _steps(ar, direction):
+        for step in steps:
             grown: dict[tuple[int, ...], _State] = {}
             for state in beam:
                 for strategy in _STRATEGIES:
@@ -159,7 +162,7 @@ def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> 
         final = beam[0]
     else:
         final = start
-        for step in _steps(ar, direction):
+        for step in steps:
             nxt = _layer(ar, direction, step, final, policy)
             if nxt is None:
                 raise ScheduleError(direction, step.pairs.layer, ar.layout.lane_bits)
