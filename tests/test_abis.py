@@ -232,11 +232,11 @@ def test_the_mach_o_check_finds_each_fault(tmp_path, change, problem):
 # --- bad input ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("key, value, words", [
-    ("abi", '"arm64"', """abi: must be "sysv", "win64" or "macho" (or a list of them), got 'arm64'"""),
+    ("abi", '"arm64"', 'abi: must be "sysv", "win64" or "macho" (or a list of them), got "arm64"'),
     ("abi", '["sysv", "win64", "sysv"]', "abi: names sysv twice"),
     ("abi", "[]", "abi: must be"),
     ("abi", "7", "abi: must be"),
-    ("visibility", '"protected"', """visibility: must be "hidden" or "default", got 'protected'"""),
+    ("visibility", '"protected"', 'visibility: must be "hidden" or "default", got "protected"'),
 ])
 def test_bad_abi_or_visibility_in_the_file_exits_2_and_writes_nothing(tmp_path, key, value, words):
     src = tmp_path / "p.toml"
@@ -249,9 +249,9 @@ def test_bad_abi_or_visibility_in_the_file_exits_2_and_writes_nothing(tmp_path, 
 
 @pytest.mark.parametrize("args, words", [
     (("--abi", "win32"), "abi: must be"),
-    (("--abi", "win32"), "got 'win32' from --abi"),
+    (("--abi", "win32"), 'got "win32" from --abi'),
     (("--abi", "macho,sysv,macho"), "names macho twice"),
-    (("--abi", ""), "got '' from --abi"),
+    (("--abi", ""), 'got "" from --abi'),
     (("--visibility", "internal"), "--visibility: invalid choice: 'internal'"),
 ])
 def test_bad_abi_or_visibility_option_exits_2_and_writes_nothing(tmp_path, args, words):

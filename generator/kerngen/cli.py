@@ -60,7 +60,7 @@ def cmd_test(args) -> int:
                 raise UsageError(f"{', '.join(given)}: settings for parameter files; {arg} is an emitted bundle")
             outcome = test_bundle(Path(arg), args.seed, _say)
         else:
-            path, _ = shipped.resolve(arg)
+            path, _ = shipped.resolve(arg, bundles=True)
             outcome = test_params(load(path, _overrides(args)), args.seed, _say)
         passed += outcome.passed
         failed += outcome.failed

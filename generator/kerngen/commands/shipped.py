@@ -3,8 +3,16 @@
 
 from __future__ import annotations
 
+import difflib
 from importlib.resources import as_file, files
 from pathlib import Path
+
+from ..core.errors import UsageError
+from ..core.manifest import MANIFEST
+
+LIST_HINT = "(`kerngen list` shows the shipped sets)"
+# a suggestion is a shipped name at least this similar (difflib's ratio) and nearly as similar as the best one
+SIMILAR, NEARLY = 0.6, 0.1
 
 
 def shipped_dir() -> Path:
@@ -16,19 +24,57 @@ def shipped() -> list[Path]:
     return sorted(shipped_dir().glob("*.toml"))
 
 
-def resolve(arg: str) -> tuple[Path, str]:
+def resolve(arg: str, bundles: bool = False) -> tuple[Path, str]:
     """The file a PARAMS argument names, and how the reproduce-command spells it.
 
     An existing file is itself; otherwise `NAME` or `params/NAME.toml` names a
-    shipped set, spelled `params/NAME.toml` (which reproduces anywhere)."""
+    shipped set, spelled `params/NAME.toml` (which reproduces anywhere).
+    Anything else is refused in one line saying what to pass instead (a bundle
+    directory too when the command takes `bundles`)."""
     path = Path(arg)
     if path.is_file():
         return path, _display(path)
     name = path.name.removesuffix(".toml")
     found = shipped_dir() / f"{name}.toml"
-    if path.parent in (Path("."), Path("params")) and found.is_file():
+    by_name = path.parent in (Path("."), Path("params"))
+    if by_name and found.is_file():
         return found, f"params/{name}.toml"
-    return path, _display(path)
+    if path.is_dir():
+        raise UsageError(_not_a_file(arg, path, bundles))
+    if not path.exists():
+        if not by_name:
+            raise UsageError(f"{arg}: no such file")
+        guesses = suggestions(name)
+        guess = f"; did you mean {_either(guesses)}?" if guesses else ""
+        raise UsageError(f"no such file or shipped set {name!r}{guess} {LIST_HINT}")
+    return path, _display(path)  # something else (a device, a pipe): reading it says what is wrong
+
+
+def _not_a_file(arg: str, path: Path, bundles: bool) -> str:
+    instead = f"a parameter file (.toml) or a shipped set's name {LIST_HINT}"
+    if bundles:
+        return (f"{arg}: not a bundle: a bundle directory holds {MANIFEST} (`kerngen emit` writes it); pass a "
+                f"bundle directory or its {MANIFEST}, {instead}")
+    if (path / MANIFEST).is_file():
+        return f"{arg}: an emitted bundle (`kerngen test {arg}` tests it); pass {instead}"
+    return f"{arg}: a directory; pass {instead}"
+
+
+def suggestions(name: str) -> list[str]:
+    """Shipped set names close to `name`: those it begins (a family's sets:
+    `kyber` names kyber-3329 and the other kyber-*), else the most similar ones."""
+    names = [p.stem for p in shipped()]
+    starting = sorted((n for n in names if n.startswith(f"{name}-")), key=lambda n: (len(n), n))
+    if starting:
+        return starting
+    ratios = {n: difflib.SequenceMatcher(None, name, n).ratio() for n in names}
+    best = max(ratios.values(), default=0.0)
+    return sorted((n for n, r in ratios.items() if r >= SIMILAR and r >= best - NEARLY),
+                  key=lambda n: (-ratios[n], n))
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _display(p: Path) -> str:

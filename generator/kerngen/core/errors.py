@@ -1,4 +1,35 @@
-"""The exception hierarchy; every class maps to one exit code of the CLI."""
+"""The exception hierarchy; every class maps to one exit code of the CLI;
+and how a message quotes a value a user wrote in a parameter file."""
+
+import datetime
+import json
+import math
+import re
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_value(value) -> str:
+    """`value` as a TOML file spells it (true, "text", [1, 2], { k = "v" }), so
+    that a message quotes what the user wrote rather than Python's repr of it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        keys = (k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False) for k in map(str, value))
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in zip(keys, value.values())) + " }"
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)
 
 
 class KerngenError(Exception):

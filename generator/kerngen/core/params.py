@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..target.target import PLATFORMS, VISIBILITIES, Target, make_target
-from .errors import ParamError
+from .errors import ParamError, toml_value
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -58,16 +58,17 @@ def require(src: str, table: dict, key: str, typ: type, what: str) -> Any:
         raise ParamError(src, key, f"missing; it must be {what}")
     value = table[key]
     if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ParamError(src, key, f"must be {what}, got {value!r}")
+        raise ParamError(src, key, f"must be {what}, got {toml_value(value)}")
     if typ is not int and not isinstance(value, typ):
-        raise ParamError(src, key, f"must be {what}, got {value!r}")
+        raise ParamError(src, key, f"must be {what}, got {toml_value(value)}")
     return value
 
 
 def check_keys(src: str, table: dict, allowed: frozenset[str], family: str) -> None:
     for key in table:
         if key not in allowed:
-            raise ParamError(src, key, f"unknown key for family {family!r}; allowed keys: {', '.join(sorted(allowed))}")
+            raise ParamError(src, key, f"unknown key for family {toml_value(family)}; "
+                                       f"allowed keys: {', '.join(sorted(allowed))}")
 
 
 def choose_isas(src: str, table: dict, overrides: Overrides, allowed: tuple[str, ...], family: str) -> tuple[str, ...]:
@@ -89,13 +90,13 @@ def choose_names(src: str, table: dict, key: str, override: str | None, allowed:
         if isinstance(given, str):
             given = [given]
         if not isinstance(given, list) or not given or not all(isinstance(x, str) for x in given):
-            raise ParamError(src, key, f"{rule}, got {given!r}")
+            raise ParamError(src, key, f"{rule}, got {toml_value(given)}")
     for name in given:
         if name not in allowed:
-            raise ParamError(src, key, f"{rule}, got {name!r}{where}")
+            raise ParamError(src, key, f"{rule}, got {toml_value(name)}{where}")
     if len(set(given)) != len(given):
         twice = sorted({x for x in given if given.count(x) > 1})
-        raise ParamError(src, key, f"names {', '.join(twice)} twice: {given!r}{where}; each may appear once")
+        raise ParamError(src, key, f"names {', '.join(twice)} twice: {toml_value(given)}{where}; each may appear once")
     return tuple(given)
 
 
@@ -117,19 +118,19 @@ def common(table: dict, source: str, families: tuple[str, ...], overrides: Overr
     src = source
     name = require(src, table, "name", str, "a lower-case name of letters, digits and dashes")
     if not _NAME.match(name):
-        raise ParamError(src, "name", f"must be lower-case letters, digits and dashes, got {name!r}")
+        raise ParamError(src, "name", f"must be lower-case letters, digits and dashes, got {toml_value(name)}")
     family = require(src, table, "family", str, _choice(families))
     if family not in families:
-        raise ParamError(src, "family", f"must be {_choice(families)}, got {family!r}")
+        raise ParamError(src, "family", f"must be {_choice(families)}, got {toml_value(family)}")
     if "description" in table and not isinstance(table["description"], str):
         raise ParamError(src, "description", "must be a string")
     pre = overrides.prefix if overrides.prefix is not None else table.get("prefix", default_prefix(name))
     if not isinstance(pre, str) or not _PREFIX.match(pre):
-        raise ParamError(src, "prefix", f"must be a C identifier, got {pre!r}")
+        raise ParamError(src, "prefix", f"must be a C identifier, got {toml_value(pre)}")
     abis = choose_names(src, table, "abi", overrides.abi, ABIS)
     vis = overrides.visibility if overrides.visibility is not None else table.get("visibility", VISIBILITIES[0])
     if vis not in VISIBILITIES:
-        raise ParamError(src, "visibility", f"must be {_choice(VISIBILITIES)}, got {vis!r}"
+        raise ParamError(src, "visibility", f"must be {_choice(VISIBILITIES)}, got {toml_value(vis)}"
                                             + (" from --visibility" if overrides.visibility is not None else ""))
     return Common(name, family, pre, src, abis, vis)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import ParamError
+from ...core.errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SSE
 from ...target.target import Target
@@ -48,14 +48,14 @@ def parse(table: dict, c: Common, overrides: Overrides) -> Gf2mParams:
         raise ParamError(src, "m", f"must be between 2 and 1024, got {m}")
     poly = require(src, table, "poly", list, "the list of exponents of the field polynomial, e.g. [233, 74, 0]")
     if not poly or any(isinstance(e, bool) or not isinstance(e, int) for e in poly):
-        raise ParamError(src, "poly", f"must be a non-empty list of integer exponents, got {poly!r}")
+        raise ParamError(src, "poly", f"must be a non-empty list of integer exponents, got {toml_value(poly)}")
     if sorted(set(poly), reverse=True) != list(poly):
-        raise ParamError(src, "poly", f"exponents must be distinct and in decreasing order, got {poly!r}")
+        raise ParamError(src, "poly", f"exponents must be distinct and in decreasing order, got {toml_value(poly)}")
     if poly[0] != m:
         raise ParamError(src, "poly", f"the first exponent must be m = {m}, got {poly[0]}")
     if poly[-1] != 0:
         raise ParamError(src, "poly", f"must contain the constant term 0 (an irreducible polynomial of degree > 1 "
-                                      f"has one), got {poly!r}")
+                                      f"has one), got {toml_value(poly)}")
     if len(poly) > 2 and poly[1] > m // 2:
         raise ParamError(
             src, "poly",

@@ -11,7 +11,7 @@ import sympy
 
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
-from ...core.errors import ParamError, VerifyError
+from ...core.errors import ParamError, VerifyError, toml_value
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgBase, ArgSpec, Mem
@@ -232,7 +232,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     try:
         layout = plan(p.n, p.layers, t, p.order)
     except ValueError as e:
-        raise ParamError(p.source, "order", f"{p.order!r} is out of reach on {t.isa.name}: {e}; choose "
+        raise ParamError(p.source, "order", f"{toml_value(p.order)} is out of reach on {t.isa.name}: {e}; choose "
                                             "another order or leave that ISA out") from None
     kinds = strategies(p)
     options, failure = [], None

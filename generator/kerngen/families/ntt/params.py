@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ...core.errors import ParamError
+from ...core.errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SCALAR, SSE
 from ...target.target import Target
@@ -72,14 +72,15 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     check_keys(src, table, KEYS, "ntt")
     width = table.get("width", WIDTHS[0])
     if isinstance(width, bool) or not isinstance(width, int):
-        raise ParamError(src, "width", f"must be an integer, got {width!r}")
+        raise ParamError(src, "width", f"must be an integer, got {toml_value(width)}")
     if width not in WIDTHS:
         raise ParamError(src, "width", f"must be one of {', '.join(map(str, WIDTHS))} (the lane widths implemented), "
                                        f"got {width}")
     isas = choose_isas(src, table, overrides, ISAS, "ntt")
     if AUTO_ISA in isas:
         if len(isas) > 1:
-            raise ParamError(src, "isa", f"\"{AUTO_ISA}\" stands alone (it chooses the list), got {list(isas)!r}")
+            raise ParamError(src, "isa", f"\"{AUTO_ISA}\" stands alone (it chooses the list), "
+                                         f"got {toml_value(list(isas))}")
         isas = AUTO_ISAS[width]
     if SCALAR.name in isas and width not in SCALAR_WIDTHS:
         raise ParamError(src, "isa", f"\"{SCALAR.name}\" needs width = {' or '.join(map(str, SCALAR_WIDTHS))} "
@@ -98,7 +99,7 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                    f"(Shoup's multiplication, Harvey's lazy values reach 4q), got {q}")
     mul = table.get("mul", MULS[0])
     if mul not in MULS:
-        raise ParamError(src, "mul", f"must be one of {', '.join(MULS)}, got {mul!r}")
+        raise ParamError(src, "mul", f"must be one of {', '.join(MULS)}, got {toml_value(mul)}")
     if mul == "montgomery" and width not in MONTGOMERY_WIDTHS:
         raise ParamError(src, "mul", f"\"montgomery\" needs {' or '.join(map(str, MONTGOMERY_WIDTHS))}-bit lanes (no "
                                      f"vector instruction multiplies signed {width}-bit lanes); use shoup or auto")
@@ -129,16 +130,16 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         layers = top
     pol = overrides.policy if overrides.policy is not None else table.get("reduction", "index")
     if pol not in POLICIES:
-        raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {pol!r}")
+        raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {toml_value(pol)}")
     red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
     if red not in REDUCERS:
-        raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
+        raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {toml_value(red)}")
     if mul == "shoup" and red != "auto":
-        raise ParamError(src, "reducer", f"{red!r} reduces signed lanes; with mul = \"shoup\" the lanes are unsigned "
-                                         "and the reductions Harvey's: leave reducer at auto")
+        raise ParamError(src, "reducer", f"{toml_value(red)} reduces signed lanes; with mul = \"shoup\" the lanes "
+                                         "are unsigned and the reductions Harvey's: leave reducer at auto")
     order = overrides.order if overrides.order is not None else table.get("order", ORDERS[0])
     if order not in ORDERS:
-        raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {order!r}"
+        raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {toml_value(order)}"
                                        + (" from --order" if overrides.order is not None else ""))
     acc = table.get("basemul_acc", [])
     if isinstance(acc, int) and not isinstance(acc, bool):
@@ -146,14 +147,15 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if (not isinstance(acc, list) or any(isinstance(k, bool) or not isinstance(k, int) or k not in ACC_COUNTS
                                          for k in acc)):
         raise ParamError(src, "basemul_acc", f"must be a list of sums to fuse, each k from {ACC_COUNTS[0]} to "
-                                             f"{ACC_COUNTS[-1]} (e.g. [2, 3, 4]), got {acc!r}")
+                                             f"{ACC_COUNTS[-1]} (e.g. [2, 3, 4]), got {toml_value(acc)}")
     if len(set(acc)) != len(acc):
-        raise ParamError(src, "basemul_acc", f"names a k twice: {acc!r}")
+        raise ParamError(src, "basemul_acc", f"names a k twice: {toml_value(acc)}")
     outputs = _outputs(src, table)
     inverse_top = inverse_input_top(width, q)
     if dict(outputs)["basemul"] != OUTPUTS[0] and q - 1 > inverse_top:
-        raise ParamError(src, "output", f"basemul = {dict(outputs)['basemul']!r} needs q - 1 <= {inverse_top}: the "
-                                        f"inverse NTT takes inputs in [-{inverse_top}, {inverse_top}], and q = {q} "
+        raise ParamError(src, "output", f"basemul = {toml_value(dict(outputs)['basemul'])} needs "
+                                        f"q - 1 <= {inverse_top}: the inverse NTT takes inputs in "
+                                        f"[-{inverse_top}, {inverse_top}], and q = {q} "
                                         "puts base multiplication's outputs beyond them; use \"lazy\" (reduced "
                                         "only as far as the inverse needs)")
     return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
@@ -196,10 +198,10 @@ def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
     if isinstance(given, str):
         given = {k: given for k in OUTPUT_KERNELS}
     if not isinstance(given, dict):
-        raise ParamError(src, "output", f"{rule}; got {given!r}")
+        raise ParamError(src, "output", f"{rule}; got {toml_value(given)}")
     for k, v in given.items():
         if k not in OUTPUT_KERNELS:
-            raise ParamError(src, "output", f"{rule}; {k!r} is no such kernel")
+            raise ParamError(src, "output", f"{rule}; {toml_value(k)} is no such kernel")
         if v not in OUTPUTS:
-            raise ParamError(src, "output", f"{rule}; got {v!r} for {k}")
+            raise ParamError(src, "output", f"{rule}; got {toml_value(v)} for {k}")
     return tuple((k, given.get(k, OUTPUTS[0])) for k in OUTPUT_KERNELS)
