@@ -131,9 +131,7 @@ def _fmt(v) -> str:
 
 
 def cmd_list(args) -> int:
-    for path in shipped.shipped():
-        p = load(path)
-        print(f"{p.name:<16} {family_of(p).describe(p)}   {shipped.listed(path)}")
+    print("\n".join(shipped.list_lines()))
     return 0
 
 

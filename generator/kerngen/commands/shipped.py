@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..core.errors import UsageError
 from ..core.manifest import MANIFEST
+from ..families import load
+from .columns import Column, table
 
 LIST_HINT = "(`kerngen list` shows the shipped sets)"
 # a suggestion is a shipped name at least this similar (difflib's ratio) and nearly as similar as the best one
@@ -95,3 +97,45 @@ def listed(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.stem
+
+
+# --- `kerngen list` --------------------------------------------------------------
+# Two tables, each readable in 100 columns with every value spelled as the files spell it (one table
+# with both needs 110 at one blank between columns): what each set is, then the choices of the sets
+# that have them (the NTT's), by name.
+
+SET_COLUMNS = [Column("name"), Column("family"), Column("n/m", numeric=True), Column("q / poly", numeric=True),
+               Column("width", numeric=True), Column("layers", numeric=True), Column("d", numeric=True),
+               Column("isa")]
+CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output (forward/basemul/inverse)"),
+                  Column("reduction"), Column("reducer")]
+NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial",
+         "d: the degree of the NTT's base blocks (n / 2^layers); auto: the cost model chooses when emitting")
+
+
+def set_row(p) -> list[str]:
+    """What a parameter set is, under SET_COLUMNS ('-' where its family has no such key)."""
+    ntt = hasattr(p, "q")
+    return [p.name, p.family, str(p.n if ntt else p.m), str(p.q) if ntt else ",".join(map(str, p.poly)),
+            str(getattr(p, "width", "-")), str(getattr(p, "layers", "-")), str(getattr(p, "d", "-")),
+            ",".join(p.isas)]
+
+
+def choice_row(p) -> list[str] | None:
+    """The set's choices under CHOICE_COLUMNS; None for a family with none."""
+    if not hasattr(p, "output"):
+        return None
+    outputs = [v for _, v in p.output]
+    return [p.name, p.mul, p.order, outputs[0] if len(set(outputs)) == 1 else "/".join(outputs), p.policy, p.reducer]
+
+
+def list_lines() -> list[str]:
+    """`kerngen list`: the shipped sets, their choices, where the files are, what the columns mean."""
+    paths = shipped()
+    sets = [load(path) for path in paths]
+    lines = table(SET_COLUMNS, [set_row(p) for p in sets]) + [""]
+    lines += table(CHOICE_COLUMNS, [row for row in map(choice_row, sets) if row is not None]) + [""]
+    shown = listed(paths[0])
+    files = f"files: {shown.rsplit('/', 1)[0]}/NAME.toml; " if "/" in shown else ""
+    lines.append(f"{files}every command also takes a NAME, from any directory")
+    return lines + list(NOTES)

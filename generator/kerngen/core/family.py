@@ -42,10 +42,6 @@ class Family:
         """Validated, typed parameters (carrying their `Target`)."""
         raise NotImplementedError
 
-    def describe(self, params: Any) -> str:
-        """One line for `kerngen list`."""
-        raise NotImplementedError
-
     def build(self, params: Any) -> Bundle:
         """Every kernel, compiled and verified, with its contract."""
         raise NotImplementedError

@@ -14,9 +14,6 @@ class Gf2mFamily(Family):
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)
 
-    def describe(self, p) -> str:
-        return f"gf2m  m={p.m:<4} poly={list(p.poly)} isa={','.join(p.isas)}"
-
     def build(self, p):
         return build.build(p)
 

@@ -18,10 +18,6 @@ class NttFamily(Family):
             build.design(p, t)
         return p
 
-    def describe(self, p) -> str:
-        return (f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={','.join(p.isas)} "
-                f"reduction={p.policy} reducer={p.reducer}")
-
     def build(self, p):
         return build.build(p)
 
