@@ -71,9 +71,9 @@ def cmd_test(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .commands.bench import bench_bundle
+    from .commands.bench import bench_bundle, format_table
     from .commands.test import bundle_library
-    rows = []
+    sections = []
     with tempfile.TemporaryDirectory(prefix="kerngen-bench-") as tmp:
         work = Path(tmp)
         for p, _ in _load_all(args):
@@ -81,24 +81,15 @@ def cmd_bench(args) -> int:
             bundle, lib = bundle_library(p, work)
             items = family.bench_items(bundle, lib, work)
             _say(f"{p.name}: timing {len(items)} kernels ({args.batches} batches each, interleaved)")
-            rows += bench_bundle(bundle, lib, items, work, args.batches)
+            rows = bench_bundle(bundle, lib, items, work, args.batches)
             extra = family.extra_bench_rows(bundle, lib, work, args.batches)
             if extra:
                 _say(f"{p.name}: timed whole-algorithm demonstrators")
-            rows += extra
+            sections.append((p.name, p.prefix, rows + extra))
     if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    cols = [("symbol", max([len(r["symbol"]) for r in rows] + [6]) + 2), ("ticks", 9)]
-    others = sorted({k for r in rows for k in r if k.endswith("_ticks") and k != "ticks"})
-    cols += [(k, max(15, len(k) + 2)) for k in others]
-    cols += [(k.replace("_ticks", "_ratio"), max(15, len(k) + 2)) for k in others]
-    cols += [("instructions", 13), ("bytes", 7), ("multiplications", 16), ("loads", 6), ("stores", 7),
-             ("mca_rthroughput", 16), ("mca_rthroughput_skylake", 24)]
-    print(f"{cols[0][0]:<{cols[0][1]}}" + "".join(f"{c:>{w}}" for c, w in cols[1:]))
-    for r in rows:
-        print(f"{r['symbol']:<{cols[0][1]}}" + "".join(f"{_fmt(r.get(c)):>{w}}" for c, w in cols[1:]))
-    print("ticks: TSC ticks per call, median over batches of back-to-back calls; ratio = comparison / kerngen")
+        print(json.dumps([row for _, _, rows in sections for row in rows], indent=2))
+    else:
+        print("\n".join(format_table(sections)))
     return 0
 
 
@@ -124,10 +115,6 @@ def cmd_explore(args) -> int:
     for f in failures:
         print(f"FAIL {f}", file=sys.stderr)
     return 1 if failures else 0
-
-
-def _fmt(v) -> str:
-    return "-" if v is None else str(v)
 
 
 def cmd_list(args) -> int:

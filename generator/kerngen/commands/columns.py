@@ -24,8 +24,8 @@ def table(columns: list[Column], rows: list[list[str]]) -> list[str]:
     return [line([c.header for c in columns])] + [line(r) for r in rows]
 
 
-def number(value) -> str:
+def number(value, decimals: int = 2) -> str:
     """A figure as the tables print it: '-' where there is none."""
     if value is None:
         return "-"
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
+    return f"{value:.{decimals}f}" if isinstance(value, float) else str(value)
