@@ -25,7 +25,7 @@ from ...core.bundle import Bundle, Function
 from ...core.errors import KerngenError, ParamError
 from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
-from .build import DIRECTIONS, build, schedules
+from .build import DIRECTIONS, build, design, schedules
 from .layout import NttLayout, layer_pairs, register_key
 from .params import MULS, POLICIES, NttParams, strategies
 from .reducers import reducers
@@ -56,6 +56,18 @@ class Variant:
 
     def function(self, direction: str) -> Function:
         return self.bundle.function(f"ntt_{direction}")
+
+    @property
+    def lane_limit(self) -> int:
+        """Where the lanes overflow: 2^(w-1) for |value| on signed lanes, 2^w for value on unsigned ones."""
+        return self.bundle.design.mul.lane_max + 1
+
+
+def auto_label(p: NttParams) -> str:
+    """The variant `mul = "auto"` and `reducer = "auto"` build with p's policy (what emitting with
+    both left at auto gives), by the cost model, as Variant.label spells it."""
+    ar = design(dataclasses.replace(p, mul=MULS[0], reducer="auto"))
+    return f"{ar.mul.name}-{p.policy}-{ar.reducer.kind}"
 
 
 def reductions_by_strategy(p: NttParams) -> dict[str, tuple[str, ...]]:
@@ -106,7 +118,7 @@ def time_variants(variants: list[Variant], workdir: Path, batches: int, say: Say
     return {key: r.median_ticks for key, r in zip(keys, results)}
 
 
-def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None) -> list[dict]:
+def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None, picked: str = "") -> list[dict]:
     # llvm-mca runs are independent processes; running them side by side keeps explore interactive
     with ThreadPoolExecutor() as pool:
         jobs = {(v.label, d): pool.submit(mca_throughput, v.function(d).kernel, MCA_CPU)
@@ -116,7 +128,8 @@ def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None
     for v in variants:
         q = v.params.q
         row: dict = {"name": v.params.name, "n": v.params.n, "q": q, "width": v.params.width,
-                     "isa": v.params.isas[0], "mul": v.mul, "policy": v.policy, "reduction": v.reduction}
+                     "isa": v.params.isas[0], "mul": v.mul, "policy": v.policy, "reduction": v.reduction,
+                     "auto": v.label == picked}
         per: dict[str, dict] = {}
         for d in DIRECTIONS:
             fn, s = v.function(d), v.schedules[d]
@@ -155,6 +168,7 @@ def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
         say(f"{p.name}: exploring on {p.isas[0]} (the set lists {', '.join(p.isas)}; --isa picks one)")
         p = dataclasses.replace(p, isas=p.isas[:1], targets=p.targets[:1])
     variants = build_variants(p, say)
+    picked = auto_label(p)
     failures: list[str] = []
     checked: dict[str, str] = {}
     if tester is not None:
@@ -166,13 +180,13 @@ def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
     with tempfile.TemporaryDirectory(prefix="kerngen-explore-") as tmp:
         ticks = time_variants(variants, Path(tmp), batches, say)
     say(f"{variants[0].params.name}: static figures and llvm-mca (-mcpu={MCA_CPU})")
-    rows = rows_for(variants, ticks)
+    rows = rows_for(variants, ticks, picked)
     for v, row in zip(variants, rows):
         if v.label in checked:
             row["checks"] = checked[v.label]
     if png is not None:
         say(f"{variants[0].params.name}: drawing the bounds heatmap")
-        render_png(variants, png)
+        render_png(variants, png, picked)
     return rows, failures
 
 
@@ -187,13 +201,15 @@ def _num(v) -> str:
 def format_table(rows: list[dict]) -> str:
     cols = [("mul", 11), ("policy", 9), ("reduction", 10), ("reductions", 11), ("fwd+inv", 9), ("instructions", 13),
             ("multiplications", 16), ("mca_rthroughput", 16), ("ticks_forward", 14), ("ticks_inverse", 14),
-            ("ticks_vs_fastest", 17)]
+            ("ticks_vs_fastest", 17), ("auto", 6)]
 
     def cell(r, c):
         if c == "reductions":
             return f"{r['reductions_forward']}+{r['reductions_inverse']}"
         if c == "fwd+inv":
             return str(r["reductions"])
+        if c == "auto":
+            return "yes" if r.get("auto") else ""
         return _num(r.get(c))
 
     first = rows[0]
@@ -215,7 +231,8 @@ def format_table(rows: list[dict]) -> str:
     lines.append("")
     lines.append("reductions: vector reductions inserted, forward+inverse; instructions, multiplications and "
                  f"mca_rthroughput (llvm-mca -mcpu={MCA_CPU}, block reciprocal throughput) are forward + inverse; "
-                 "ticks: TSC ticks per call, median over batches, all variants interleaved in one run")
+                 "ticks: TSC ticks per call, median over batches, all variants interleaved in one run; auto: the "
+                 "variant emitting builds with mul and reducer left at auto")
     return "\n".join(lines)
 
 
@@ -246,7 +263,25 @@ def panel_data(s: ReductionSchedule, members: dict[int, dict[int, tuple[int, ...
     return bounds, reduced, labels
 
 
-def render_png(variants: list[Variant], path: Path) -> None:
+# the frame of the variant auto picks; reductions are outlined in blue
+AUTO_FRAME = "#1a9641"
+REDUCED_OUTLINE = "#1f4fbf"
+
+
+def render_png(variants: list[Variant], path: Path, picked: str = "") -> None:
+    fig = heatmap(variants, picked)
+    import matplotlib.pyplot as plt  # after heatmap has chosen the backend that needs no display
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def heatmap(variants: list[Variant], picked: str = ""):
+    """The figure: panels of every variant (columns) and direction (rows). A cell's colour
+    is its bound's share of the variant's lane limit (Variant.lane_limit), so that signed
+    and unsigned lanes equally close to overflowing look equally full; `picked`, the label
+    of the variant auto builds, is framed."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -258,8 +293,6 @@ def render_png(variants: list[Variant], path: Path) -> None:
     members = _register_members(variants[0].bundle.design.layout)
     group = max(1, n // MAX_PANEL_ROWS)
     rows = n // group
-    top = max(v.bundle.design.mul.lane_max for v in variants)  # Shoup's unsigned lanes reach twice as far
-    limit = top / q
     cols = len(variants)
     fig, axes = plt.subplots(len(DIRECTIONS), cols, figsize=(max(9.0, 1.9 * cols + 1.6), 13.5), squeeze=False,
                              constrained_layout=True)
@@ -268,12 +301,12 @@ def render_png(variants: list[Variant], path: Path) -> None:
         for r, d in enumerate(DIRECTIONS):
             ax = axes[r][c]
             bounds, reduced, labels = panel_data(v.schedules[d], members, n)
-            b = np.array(bounds, dtype=float).T / q  # index x column
+            share = np.array(bounds, dtype=float).T / v.lane_limit  # index x column
             m = np.array(reduced, dtype=bool).T
             if group > 1:  # worst bound of each run of `group` indices; reduced if any of them is
-                b = b.reshape(rows, group, -1).max(axis=1)
+                share = share.reshape(rows, group, -1).max(axis=1)
                 m = m.reshape(rows, group, -1).any(axis=1)
-            image = ax.imshow(b, aspect="auto", interpolation="nearest", cmap="YlOrRd", vmin=0, vmax=limit,
+            image = ax.imshow(share, aspect="auto", interpolation="nearest", cmap="YlOrRd", vmin=0, vmax=1,
                               origin="upper")
             for col in range(m.shape[1]):
                 start = None
@@ -283,10 +316,17 @@ def render_png(variants: list[Variant], path: Path) -> None:
                         start = i
                     elif not on and start is not None:
                         ax.add_patch(Rectangle((col - 0.5, start - 0.5), 1, i - start, fill=False,
-                                               edgecolor="#1f4fbf", linewidth=1.1))
+                                               edgecolor=REDUCED_OUTLINE, linewidth=1.1))
                         start = None
             s = v.schedules[d]
-            ax.set_title(f"{v.mul}\n{v.policy} / {v.reduction}\n{d}: {s.count} reductions", fontsize=9)
+            lane = f"{'' if v.bundle.design.mul.signed else 'u'}int{p.width}"
+            title = (f"{v.mul}{' (auto)' if v.label == picked else ''}\n{v.policy} / {v.reduction}\n"
+                     f"{d}: {s.count} reductions\npeak {100 * share.max():.0f} % of {lane}")
+            ax.set_title(title, fontsize=9, fontweight="bold" if v.label == picked else "normal")
+            if v.label == picked:
+                for spine in ax.spines.values():
+                    spine.set_edgecolor(AUTO_FRAME)
+                    spine.set_linewidth(4)
             ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
             ticks = list(range(0, rows, max(1, rows // 8)))
             ax.set_yticks(ticks, [str(t * group) for t in ticks], fontsize=7)
@@ -296,17 +336,16 @@ def render_png(variants: list[Variant], path: Path) -> None:
             if r == len(DIRECTIONS) - 1:
                 ax.set_xlabel("layer, execution order", fontsize=8)
     bar = fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01)
-    bar.set_label(f"bound of |value| (signed lanes) or value (unsigned) in multiples of q = {q} (top: lane limit "
-                  f"{limit:.2f} q)", fontsize=9)
+    bar.set_label(f"share of the lane's limit: |value| / 2^{p.width - 1} on signed lanes (montgomery), "
+                  f"value / 2^{p.width} on unsigned ones (shoup)", fontsize=9)
     title = [f"{p.name} (n = {n}, q = {q}): bound of every coefficient index after each layer",
-             "blue outline: reduced before the next layer"]
+             "blue outline: reduced before the next layer"
+             + ("; green frame, (auto): the variant `kerngen emit` builds with mul and reducer left at auto"
+                if any(v.label == picked for v in variants) else "")]
     if group > 1:
         title.append(f"each row aggregates {group} consecutive indices (worst bound; outlined if any is reduced)")
     fig.suptitle("\n".join(title), fontsize=11)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 class _Explorer:
