@@ -1,9 +1,13 @@
 import json
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
+from kerngen import cli
+from kerngen.commands import bench as bench_cmd
+from kerngen.core.errors import toml_value
 from kerngen.families import family_of, load
 from kerngen.target.render import render
 
@@ -83,6 +87,9 @@ def test_bench_goes_on_without_a_baseline_the_baseline_cannot_build(tmp_path, wr
     rows = json.loads(r.stdout)
     assert {row["kind"] for row in rows} >= {"ntt_forward", "ntt_inverse", "basemul"}
     assert all(row["ticks"] > 0 and "baseline_ticks" not in row for row in rows if row["kind"] != "reduce_special")
+    for row in rows:  # the JSON rows keep every figure the table leaves out
+        assert {"kind", "symbol", "ticks", "instructions", "bytes", "multiplications", "loads", "stores", "spills",
+                "mca_rthroughput"} <= set(row)
 
 
 def test_a_long_emission_reports_each_kernel_it_took_long_over(tmp_path):
@@ -97,3 +104,155 @@ def test_a_long_emission_reports_each_kernel_it_took_long_over(tmp_path):
     assert {f["symbol"] for f in manifest["functions"]} <= {line.split(":")[0] for line in reported}
     quiet = kerngen("emit", "params/tiny-257.toml", "--out", tmp_path / "again")
     assert quiet.returncode == 0 and "instructions, verified" not in quiet.stderr
+
+
+# --- messages and output ------------------------------------------------------------
+# In-process calls of the command line (kerngen.cli.main), cheaper than a process each.
+
+LIST_HINT = "(`kerngen list` shows the shipped sets)"
+WIDTH = 100
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_testing_a_directory_without_a_manifest_says_what_a_bundle_holds(tmp_path, capsys):
+    code, out, err = run(capsys, "test", tmp_path)
+    assert code == 2 and out == ""
+    assert err == (f"kerngen: error: {tmp_path}: not a bundle: a bundle directory holds manifest.json (`kerngen "
+                   f"emit` writes it); pass a bundle directory or its manifest.json, a parameter file (.toml) or "
+                   f"a shipped set's name {LIST_HINT}\n")
+
+
+def test_a_directory_where_parameters_belong_says_what_to_pass(tmp_path, capsys):
+    code, _, err = run(capsys, "emit", tmp_path, "--out", tmp_path / "out")
+    assert code == 2
+    assert err == f"kerngen: error: {tmp_path}: a directory; pass a parameter file (.toml) or a shipped set's name " \
+                  f"{LIST_HINT}\n"
+    bundle = REPO / "generated" / "tiny-257"
+    code, _, err = run(capsys, "bench", bundle)
+    assert code == 2 and f"{bundle}: an emitted bundle (`kerngen test {bundle}` tests it); pass" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("kyber-3328", f"no such file or shipped set 'kyber-3328'; did you mean kyber-3329? {LIST_HINT}"),
+    ("params/falcon-1228.toml", f"no such file or shipped set 'falcon-1228'; did you mean falcon-12289? {LIST_HINT}"),
+    ("zzz", f"no such file or shipped set 'zzz' {LIST_HINT}"),
+    ("elsewhere/kyber-3328.toml", "elsewhere/kyber-3328.toml: no such file"),
+])
+def test_a_missing_parameter_file_names_the_shipped_sets_it_is_close_to(tmp_path, monkeypatch, capsys, arg, message):
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    code, _, err = run(capsys, "emit", arg)
+    assert code == 2 and err == f"kerngen: error: {message}\n"
+
+
+def test_a_family_name_suggests_each_of_its_shipped_sets(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "test", "gf2m")
+    gf2m = sorted(p.stem for p in ALL_SETS if p.stem.startswith("gf2m-"))
+    assert code == 2 and f"did you mean {', '.join(gf2m[:-1])} or {gf2m[-1]}?" in err
+
+
+@pytest.mark.parametrize("line, words", [
+    ("n = true", "n: must be a power of two, got true"),
+    ("n = 256\nq = 3329\nmul = false", "mul: must be one of auto, montgomery, shoup, got false"),
+    ("n = 256\nq = 3329\nreduction = [1, \"a\"]", 'reduction: must be one of eager, layer, index, minimal, got [1, "a"]'),
+    ("n = 256\nq = 3329\nwidth = 16.5", "width: must be an integer, got 16.5"),
+    ("n = 256\nq = 3329\noutput = [true]", "; got [true]"),
+    ("n = 256\nq = 3329\nprefix = { a = 1 }", "prefix: must be a C identifier, got { a = 1 }"),
+])
+def test_wrong_types_are_quoted_as_toml_spells_them(tmp_path, capsys, line, words):
+    src = tmp_path / "p.toml"
+    src.write_text(f'name = "p"\nfamily = "ntt"\n{line}\n')
+    code, _, err = run(capsys, "emit", src, "--out", tmp_path / "out")
+    assert code == 2 and err.startswith(f"kerngen: error: {src}: ") and err.endswith(f"{words}\n"), err
+    assert "True" not in err and "False" not in err and "'" not in err
+
+
+@pytest.mark.parametrize("value", [True, False, 0, -7, 2.5, float("inf"), "text", 'a "quoted" \\ line\n', "",
+                                   [], [1, "a", [True]], {}, {"basemul": "centred", "with space": [1, 2]}])
+def test_toml_value_reads_back_as_the_value(value):
+    assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
+
+
+def _column_starts(header: str) -> list[int]:
+    return [i for i, c in enumerate(header) if c != " " and (i == 0 or header[i - 1] == " ")]
+
+
+def _tables(lines: list[str]) -> list[list[str]]:
+    """The blocks of lines between blank lines."""
+    blocks, block = [], []
+    for line in lines + [""]:
+        if line:
+            block.append(line)
+        elif block:
+            blocks.append(block)
+            block = []
+    return blocks
+
+
+def test_list_shows_every_set_in_aligned_columns_within_100_columns(capsys):
+    code, out, _ = run(capsys, "list")
+    lines = out.splitlines()
+    assert code == 0 and max(map(len, lines)) <= WIDTH
+    sets, choices = _tables(lines)[:2]
+    assert [row.split()[0] for row in sets[1:]] == [p.stem for p in ALL_SETS]
+    # every cell lies under its header: a cell begins where a header begins (left-aligned columns)
+    # or ends where one ends (numbers); no cell straddles two columns
+    for block in (sets, choices):
+        header = block[0].replace(" / ", "_/_").replace("output (", "output_(")  # one word per header
+        starts = _column_starts(header)
+        ends = [i + len(word) for i, word in zip(starts, header.split())]
+        for row in block[1:]:
+            for i in _column_starts(row):
+                word = row[i:].split()[0]
+                assert i in starts or i + len(word) in ends, (row, word)
+    for row in choices[1:]:
+        name, mul, order, output = row.split()[:4]
+        table = tomllib.loads((REPO / "params" / f"{name}.toml").read_text())
+        assert mul == table.get("mul", "auto") and order == table.get("order", "fastest")
+        given = table.get("output", "lazy")
+        kernels = [given.get(k, "lazy") for k in ("forward", "basemul", "inverse")] if isinstance(given, dict) \
+            else [given]
+        assert output == ("/".join(kernels) if len(set(kernels)) > 1 else kernels[0])
+    assert {row.split()[0] for row in choices[1:]} == \
+        {p.stem for p in ALL_SETS if tomllib.loads(p.read_text())["family"] == "ntt"}
+
+
+def test_bench_table_fits_100_columns_one_row_per_kernel(capsys):
+    code, out, err = run(capsys, "bench", "tiny-257", "--batches", "3")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    manifest = json.loads((REPO / "generated" / "tiny-257" / "manifest.json").read_text())
+    prefix = manifest["params"]["prefix"]
+    rows = _tables(lines)[0]
+    assert rows[0] == f"tiny-257 (symbols {prefix}_KERNEL)"
+    assert rows[1].split() == ["kernel", "ticks", "against", "their", "ticks", "ratio", "instructions"]
+    timed = {f"{prefix}_{row.split()[0]}" for row in rows[2:]}
+    assert len(timed) == len(rows) - 2 and timed <= {f["symbol"] for f in manifest["functions"]}
+    for row in rows[2:]:
+        ticks, against, theirs, ratio = row.split()[1:5]
+        assert against in ("baseline", "baseline_x86-64-v2", "barrett")
+        assert float(ratio) == pytest.approx(float(theirs) / float(ticks), rel=0.05, abs=0.01)
+
+
+def test_bench_table_shows_the_first_comparison_and_names_the_others():
+    """Rows as bench_bundle makes them, with long symbols and every comparison an SSE kernel of a
+    standard-order set has: still within 100 columns, the first comparison shown."""
+    prefix = "kg_nfl4611686018326724609"
+    row = {"name": "nfl-4611686018326724609", "kind": "basemul_acc", "symbol": f"{prefix}_basemul_acc8_sse",
+           "ticks": 123456.7, "baseline_x86-64-v2_ticks": 234567.8, "baseline_x86-64-v2_ratio": 1.9,
+           "avx2_ticks": 99999.9, "avx2_ratio": 0.81, "calls_ticks": 150000.0, "calls_ratio": 1.22,
+           "fastest_ticks": 120000.0, "fastest_ratio": 0.97, "lazy_ticks": 110000.0, "lazy_ratio": 0.89,
+           "instructions": 123456, "multiplications": 4096, "loads": 1, "stores": 1, "spills": 0, "bytes": 99999,
+           "mca_rthroughput": 1234.5, "mca_rthroughput_skylake": 1234.5}
+    lines = bench_cmd.format_table([(row["name"], prefix, [row])])
+    assert max(map(len, lines)) <= WIDTH
+    assert lines[2].split() == ["basemul_acc8_sse", "123456.7", "baseline_x86-64-v2", "234567.8", "1.90", "123456"]
+    footer = " ".join(lines[4:])
+    assert "(avx2, calls, fastest, lazy)" in footer and "--json" in footer
