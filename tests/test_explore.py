@@ -125,3 +125,45 @@ def test_explore_runs_on_the_isa_named(tmp_path):
         assert sse["instructions"] > avx2["instructions"] and sse["ticks"] > 0
     r = kerngen("explore", "params/tiny-257.toml", "--isa", "avx2,sse")
     assert r.returncode == 2 and "--isa takes one ISA" in r.stderr
+
+
+def test_the_variant_auto_picks_is_marked_in_rows_and_table(kyber_r1):
+    """Exactly one row is the variant `kerngen emit` builds with mul and reducer left at auto."""
+    rows, _, _ = kyber_r1
+    picked = [r for r in rows if r["auto"]]
+    assert len(picked) == 1
+    emitted = build(load(REPO / "params" / "kyber-r1-7681.toml", Overrides(reducer="auto")))
+    assert (picked[0]["mul"], picked[0]["policy"], picked[0]["reduction"]) == (
+        emitted.params_manifest["mul_used"], emitted.params.policy, emitted.params_manifest["reducer_used"])
+    marked = [line for line in format_table(rows).splitlines() if line.endswith(" yes")]
+    assert len(marked) == 1 and marked[0].split()[:3] == [picked[0]["mul"], picked[0]["policy"],
+                                                          picked[0]["reduction"]]
+
+
+def test_heatmap_colours_cells_by_their_share_of_their_own_lane_and_frames_autos_pick():
+    """A cell's colour value is its bound over 2^15 on Montgomery's signed lanes and over 2^16 on
+    Shoup's unsigned ones (tiny-257 has both), on one 0..1 scale; the variant auto builds is framed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    p = load(REPO / "params" / "tiny-257.toml", Overrides(isa="avx2"))
+    variants = explore_mod.build_variants(p, lambda line: None)
+    assert {v.mul for v in variants} == {"montgomery", "shoup"}
+    picked = explore_mod.auto_label(p)
+    fig = explore_mod.heatmap(variants, picked)
+    try:
+        panels = [ax for ax in fig.axes if ax.images]
+        assert len(panels) == 2 * len(variants)
+        for k, ax in enumerate(panels):  # row-major: forward panels of every variant, then inverse ones
+            v, d = variants[k % len(variants)], ("forward", "inverse")[k // len(variants)]
+            s = v.schedules[d]
+            limit = 1 << (p.width - 1) if v.mul == "montgomery" else 1 << p.width
+            image = ax.images[0]
+            assert image.get_clim() == (0, 1)
+            assert image.get_array().max() == pytest.approx(max(s.input_bound, *map(max, s.per_index)) / limit)
+            framed = {to_hex(spine.get_edgecolor()) for spine in ax.spines.values()} == {explore_mod.AUTO_FRAME}
+            assert framed == (v.label == picked), v.label
+            assert ("(auto)" in ax.get_title()) == (v.label == picked)
+        assert sum(v.label == picked for v in variants) == 1
+    finally:
+        plt.close(fig)
