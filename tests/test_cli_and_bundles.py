@@ -204,7 +204,7 @@ def test_list_shows_every_set_in_aligned_columns_within_100_columns(capsys):
     # every cell lies under its header: a cell begins where a header begins (left-aligned columns)
     # or ends where one ends (numbers); no cell straddles two columns
     for block in (sets, choices):
-        header = block[0].replace(" / ", "_/_").replace("output (", "output_(")  # one word per header
+        header = block[0].replace(" / ", "_/_")  # one word per header
         starts = _column_starts(header)
         ends = [i + len(word) for i, word in zip(starts, header.split())]
         for row in block[1:]:

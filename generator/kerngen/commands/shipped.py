@@ -101,16 +101,17 @@ def listed(path: Path) -> str:
 
 # --- `kerngen list` --------------------------------------------------------------
 # Two tables, each readable in 100 columns with every value spelled as the files spell it (one table
-# with both needs 110 at one blank between columns): what each set is, then the choices of the sets
-# that have them (the NTT's), by name.
+# holding both is wider than 100 even with one blank between columns and the values abbreviated):
+# what each set is, then the choices of the sets that have them (the NTT's), by name.
 
 SET_COLUMNS = [Column("name"), Column("family"), Column("n/m", numeric=True), Column("q / poly", numeric=True),
                Column("width", numeric=True), Column("layers", numeric=True), Column("d", numeric=True),
                Column("isa")]
-CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output (forward/basemul/inverse)"),
+CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output"),
                   Column("reduction"), Column("reducer")]
-NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial",
-         "d: the degree of the NTT's base blocks (n / 2^layers); auto: the cost model chooses when emitting")
+NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial; d: the degree of",
+         "the NTT's base blocks (n / 2^layers); output: one for every kernel, or forward/basemul/inverse;",
+         "auto: the cost model chooses when emitting")
 
 
 def set_row(p) -> list[str]:
