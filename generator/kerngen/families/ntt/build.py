@@ -23,7 +23,8 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
-from .params import MONTGOMERY_WIDTHS, NttParams, inverse_input_top, strategies
+from .params import (MONTGOMERY_WIDTHS, NttParams, inverse_input_top, output_range, output_representation,
+                     output_words, strategies)
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
@@ -179,30 +180,6 @@ def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1, unsigned
 def _sum_text(k: int) -> str:
     terms = [f"a_{i}*b_{i}" for i in range(k)]
     return " + ".join(terms) if k <= 3 else f"{terms[0]} + ... + {terms[-1]}"
-
-
-# what the manifest says of an output range (None: only its proven bound)
-_REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
-
-
-def output_range(output: str | int, q: int) -> Bound | None:
-    """What an `output` choice asks of a kernel's proven bound: nothing
-    (lazy), (-q, q), [0, q), or [-B, B] for a number B."""
-    if isinstance(output, int):
-        return Bound(-output, output)
-    return {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}[output]
-
-
-def _representation(output: str | int, q: int) -> str | None:
-    """The manifest's word for an output choice; a bound B below q is centred too."""
-    if isinstance(output, int):
-        return "centred" if output < q else None
-    return _REPRESENTATION[output]
-
-
-def _asked(output: str | int, name: str) -> str:
-    """The contract's words for a bound asked as a number (the proven one is quoted before them)."""
-    return f" (proven, inside the |{name}[i]| <= {output} asked)" if isinstance(output, int) else " (proven)"
 
 
 def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target, signed: bool = True,
@@ -383,10 +360,10 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     forward, fc = ntt("forward", Contract(
         (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed),
                      Values(fwd_in, representation="signed" if signed else "unsigned"),
-                     Values(None, scale=1, layout=lay, representation=_representation(outputs["forward"], q))),),
+                     Values(None, scale=1, layout=lay, representation=output_representation(outputs["forward"], q))),),
         (("requires: every a[i] in ", a_req),
          ("ensures:  every a[i] in ", a_ens,
-          f"{_asked(outputs['forward'], 'a')}, block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
+          f"{output_words(outputs['forward'], 'a')}, block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
         f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})",
         fits=bm_takes_as_it_is)
@@ -405,7 +382,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     else:  # the unsigned inverse takes no negative value: its input range [0, 2q), else [0, q)
         bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
         bm_finishers = {"lazy": (lifter(q, bits), freezer(q, bits)), "canonical": (freezer(q, bits),)}
-    representation = _representation(bm_output, q)
+    representation = output_representation(bm_output, q)
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
         per = "" if k == 1 else f", in each of the {k} polynomials"
@@ -416,8 +393,9 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
              ArgContract(_arg(p, t, "b", "in", k, not signed), bm_in)),
             (("requires: every a[i], b[i] in ", a_req, f" (the forward NTT's output), in its layout{per}"),
              ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
-              f"{_asked(bm_output, 'r')}; r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
-              f"{_asked(bm_output, 'r')}; r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
+              f"{output_words(bm_output, 'r')}; r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
+              f"{output_words(bm_output, 'r')}; r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} "
+              f"mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
         def make(finish: Reducer | None, variant: tuple[bool, bool, int]) -> Compiled:
@@ -447,9 +425,9 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     inverse, _ = ntt("inverse", Contract(
         (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed), Values(inv_in, layout="ntt_forward output"),
                      Values(None, scale=mul.r % q, layout="natural",
-                            representation=_representation(outputs["inverse"], q))),),
+                            representation=output_representation(outputs["inverse"], q))),),
         (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
-         ("ensures:  every a[i] in ", a_ens, f"{_asked(outputs['inverse'], 'a')}, natural order,"),
+         ("ensures:  every a[i] in ", a_ens, f"{output_words(outputs['inverse'], 'a')}, natural order,"),
          (f"          a = {r_bits} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",))),
         f"inverse negacyclic NTT of a[{n}] in place, natural order out")
     fns.append(inverse)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from ...core.contract import Bound
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SCALAR, SSE
@@ -224,3 +225,27 @@ def _output_bound(src: str, kernel: str, bound: int, q: int, width: int, mul: st
     if not least <= bound <= top:
         raise ParamError(src, "output", f"{kernel} = {bound}: a bound on |value| must be from {least} (what a "
                                         f"final Barrett reduction guarantees for q = {q}) to {top} (the lane's top)")
+
+
+# what the manifest says of an output range (None: only its proven bound)
+_REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
+
+
+def output_range(output: str | int, q: int) -> Bound | None:
+    """What an `output` choice asks of a kernel's proven bound: nothing
+    (lazy), (-q, q), [0, q), or [-B, B] for a number B."""
+    if isinstance(output, int):
+        return Bound(-output, output)
+    return {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}[output]
+
+
+def output_representation(output: str | int, q: int) -> str | None:
+    """The manifest's word for an output choice; a bound B below q is centred too."""
+    if isinstance(output, int):
+        return "centred" if output < q else None
+    return _REPRESENTATION[output]
+
+
+def output_words(output: str | int, name: str) -> str:
+    """The contract's words for a bound asked as a number (the proven one is quoted before them)."""
+    return f" (proven, inside the |{name}[i]| <= {output} asked)" if isinstance(output, int) else " (proven)"
