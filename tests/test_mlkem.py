@@ -3,15 +3,14 @@ called as an ML-KEM implementation calls it: no permutation, no extra
 reduction. The references are written here from FIPS 203's pseudocode
 (Algorithms 9, 10, 11 and 12: NTT, NTT^-1, MultiplyNTTs, BaseCaseMultiply,
 with zeta = 17 and BitRev7), not from kerngen's maths; the kernels are
-called through ctypes on the assembled bundle, as a C caller would."""
+called through ctypes on the assembled bundle, as a C caller would
+(tests/fips.py, shared with the FIPS 204 tests)."""
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import json
 import random
-import shutil
 
 import numpy as np
 import pytest
@@ -22,25 +21,19 @@ from kerngen.families import load
 from kerngen.families.ntt.build import _arg, design
 from kerngen.families.ntt.kernels import build_basemul, kernel_builder
 from kerngen.families.ntt.reducers import reducers
-from kerngen.harness import driver
-from kerngen.harness.driver import cpu_flags
 from kerngen.ir.instr import Imm
 from kerngen.passes.lemmas import LemmaError, prove_pair_montgomery
 from kerngen.passes.pipeline import compile_kernel
 
 from conftest import REPO, kerngen
+from fips import NEEDS_TOOLS, Kernels, bitrev, load_kernels, of_isa, schoolbook
 
 Q, N, ZETA = 3329, 256, 17
 BUNDLE = REPO / "generated" / "mlkem-3329"
-pytestmark = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
-                                reason="needs nasm and gcc")
+pytestmark = NEEDS_TOOLS
 
 
-def bitrev7(i: int) -> int:
-    return int(f"{i:07b}"[::-1], 2)
-
-
-ZETAS = [pow(ZETA, bitrev7(i), Q) for i in range(128)]
+ZETAS = [pow(ZETA, bitrev(i, 7), Q) for i in range(128)]
 
 
 def fips_ntt(f: list[int]) -> list[int]:
@@ -79,59 +72,17 @@ def fips_multiply_ntts(f: list[int], g: list[int]) -> list[int]:
     """Algorithms 11 and 12."""
     h = [0] * 256
     for i in range(128):
-        gamma = pow(ZETA, 2 * bitrev7(i) + 1, Q)
+        gamma = pow(ZETA, 2 * bitrev(i, 7) + 1, Q)
         a0, a1, b0, b1 = f[2 * i], f[2 * i + 1], g[2 * i], g[2 * i + 1]
         h[2 * i] = (a0 * b0 + a1 * b1 * gamma) % Q
         h[2 * i + 1] = (a0 * b1 + a1 * b0) % Q
     return h
 
 
-def schoolbook(a: list[int], b: list[int]) -> list[int]:
-    c = [0] * N
-    for i in range(N):
-        for j in range(N):
-            if i + j < N:
-                c[i + j] += a[i] * b[j]
-            else:
-                c[i + j - N] -= a[i] * b[j]
-    return [x % Q for x in c]
-
-
-class Bundle:
-    """The bundle's kernels of one ISA through ctypes, with the manifest's promises."""
-
-    def __init__(self, lib: ctypes.CDLL, manifest: dict, isa: str):
-        self.lib, self.isa = lib, isa
-        self.fns = {f["kind"] + (str(f["k"]) if "k" in f else ""): f for f in manifest["functions"] if f["isa"] == isa}
-
-    def call(self, kind: str, *arrays: np.ndarray) -> None:
-        getattr(self.lib, self.fns[kind]["symbol"])(*(a.ctypes.data_as(ctypes.c_void_p) for a in arrays))
-
-    def bound(self, kind: str) -> list[int]:
-        return self.fns[kind]["output"]["bound"]
-
-    def scale(self, kind: str) -> int:
-        return self.fns[kind]["output"]["scale"]
-
-
-def _array(values) -> np.ndarray:
-    out = np.zeros(len(values), dtype=np.int16)
-    out[:] = values
-    return out
-
-
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory) -> dict[str, Bundle]:
-    manifest = json.loads((BUNDLE / "manifest.json").read_text())
-    assert manifest["params"]["order"] == "standard"
-    so = driver.assemble_shared(BUNDLE / "mlkem-3329.asm", tmp_path_factory.mktemp("mlkem"))
-    lib = ctypes.CDLL(str(so))
-    host = cpu_flags()
-    isas = [isa for isa in manifest["params"]["isa"]
-            if all(set(f["cpu"]) <= host for f in manifest["functions"] if f["isa"] == isa)]
-    if not isas:
-        pytest.skip("this CPU runs none of the bundle's ISAs")
-    return {isa: Bundle(lib, manifest, isa) for isa in isas}
+def kernels(tmp_path_factory) -> dict[str, Kernels]:
+    assert json.loads((BUNDLE / "manifest.json").read_text())["params"]["order"] == "standard"
+    return load_kernels(BUNDLE, tmp_path_factory.mktemp("mlkem"))
 
 
 def _random_poly(rng: random.Random, lo: int, hi: int) -> list[int]:
@@ -143,20 +94,18 @@ def test_the_kernels_are_fips_203_position_by_position(kernels, isa):
     """forward = NTT, basemul = MultiplyNTTs, inverse = NTT^-1, each element
     at the position the standard gives it (times the manifest's scale), on
     random, extreme and unit inputs; outputs inside the promised ranges."""
-    if isa not in kernels:
-        pytest.skip(f"this CPU does not run {isa}")
-    k = kernels[isa]
+    k = of_isa(kernels, isa)
     rng = random.Random(203)
     polys = [_random_poly(rng, -(Q - 1), Q - 1) for _ in range(4)]
     polys += [[Q - 1] * N, [-(Q - 1)] * N, [1] + [0] * (N - 1), [0, 1] + [0] * (N - 2)]
     for a, b in zip(polys, polys[1:] + polys[:1]):
-        fa, fb = _array(a), _array(b)
+        fa, fb = k.array(a), k.array(b)
         k.call("ntt_forward", fa)
         k.call("ntt_forward", fb)
         assert [int(x) % Q for x in fa] == fips_ntt(a)
         lo, hi = k.bound("ntt_forward")
         assert lo <= fa.min() and fa.max() <= hi
-        r = _array([0] * N)
+        r = k.array([0] * N)
         k.call("basemul", r, fa, fb)
         want = fips_multiply_ntts(fips_ntt(a), fips_ntt(b))
         assert [int(x) % Q for x in r] == [k.scale("basemul") * w % Q for w in want]
@@ -166,7 +115,7 @@ def test_the_kernels_are_fips_203_position_by_position(kernels, isa):
         assert [int(x) % Q for x in r] == [k.scale("ntt_inverse") * w % Q for w in fips_ntt_inverse(inv_in)]
         assert -(Q - 1) <= r.min() and r.max() <= Q - 1
         # forward, basemul, inverse: the negacyclic product (the two scales cancel)
-        assert [int(x) % Q for x in r] == schoolbook(a, b)
+        assert [int(x) % Q for x in r] == schoolbook(a, b, Q)
 
 
 @pytest.mark.parametrize("isa", ["avx2", "sse"])
@@ -177,25 +126,23 @@ def test_a_module_lattice_matrix_vector_product(kernels, isa, rank):
     basemul_acc per row, inverse; compared with schoolbook products of the
     FIPS 203 inverse NTT of A's entries and s. Each row's output may take
     ML-KEM's next addition (a message or error polynomial) without leaving int16."""
-    if isa not in kernels:
-        pytest.skip(f"this CPU does not run {isa}")
-    k = kernels[isa]
+    k = of_isa(kernels, isa)
     rng = random.Random(768 + rank)
     a_hat = [[[rng.randrange(Q) for _ in range(N)] for _ in range(rank)] for _ in range(rank)]
     s = [[rng.randint(-3, 3) for _ in range(N)] for _ in range(rank)]
-    s_hat = np.concatenate([_array(p) for p in s])
+    s_hat = np.concatenate([k.array(p) for p in s])
     for i in range(rank):
         k.call("ntt_forward", s_hat[i * N:(i + 1) * N])
     for row in range(rank):
-        t = _array([0] * N)
-        k.call(f"basemul_acc{rank}", t, np.concatenate([_array(p) for p in a_hat[row]]), s_hat)
+        t = k.array([0] * N)
+        k.call(f"basemul_acc{rank}", t, np.concatenate([k.array(p) for p in a_hat[row]]), s_hat)
         assert -(Q - 1) <= t.min() and t.max() <= Q - 1
         k.call("ntt_inverse", t)
         assert -(Q - 1) <= t.min() and t.max() <= Q - 1
         want = [0] * N
         for col in range(rank):
             a_poly = fips_ntt_inverse(a_hat[row][col])
-            want = [(x + y) % Q for x, y in zip(want, schoolbook(a_poly, s[col]))]
+            want = [(x + y) % Q for x, y in zip(want, schoolbook(a_poly, s[col], Q))]
         assert [int(x) % Q for x in t] == want, (row, rank)
 
 
@@ -231,7 +178,7 @@ def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
     layout = next(f for f in manifest["functions"] if f["kind"] == "ntt_forward")["output"]["layout"]
     assert layout["order"] == "standard" and manifest["params"]["order"] == "standard"
     assert [b["positions"] for b in layout["blocks"]] == [[2 * j, 2 * j + 1] for j in range(128)]
-    assert [b["zeta"] for b in layout["blocks"]] == [pow(ZETA, 2 * bitrev7(j) + 1, Q) for j in range(128)]
+    assert [b["zeta"] for b in layout["blocks"]] == [pow(ZETA, 2 * bitrev(j, 7) + 1, Q) for j in range(128)]
     assert "standard order: block j at D*j..D*j+D-1" in (tmp_path / "k" / "kyber-3329.h").read_text()
     r = kerngen("emit", "kyber-3329", "--order", "sideways", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--order: invalid choice: 'sideways'" in r.stderr

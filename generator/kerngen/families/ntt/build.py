@@ -23,7 +23,8 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
-from .params import MONTGOMERY_WIDTHS, NttParams, inverse_input_top, strategies
+from .params import (MONTGOMERY_WIDTHS, NttParams, inverse_input_top, output_range, output_representation,
+                     output_words, strategies)
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
@@ -181,10 +182,6 @@ def _sum_text(k: int) -> str:
     return " + ".join(terms) if k <= 3 else f"{terms[0]} + ... + {terms[-1]}"
 
 
-# what the manifest says of an output range (None: only its proven bound)
-_REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
-
-
 def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target, signed: bool = True,
              shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
     return compile_kernel(b, symbol, contract, t, modulus=p.q, signed=signed, shoup_pairs=shoup_pairs)
@@ -318,7 +315,6 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
-    ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
     lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (32-bit Shoup bundles' too)
     bm_ar = montgomery_basemul(p, ar)
     bm_unsigned = not bm_ar.mul.signed
@@ -335,15 +331,17 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
             return bm_ar.mul.bound(out.hi, out.hi) <= bm_ar.mul.lane_max
         return out.hi <= lane_top
 
-    def first_fitting(output: str, make, arg: str, fits=lambda out: True, tries=finishers) -> Compiled:
-        """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`."""
-        want = ranges[output]
-        for finish in tries[output]:
+    def first_fitting(output: str | int, make, arg: str, fits=lambda out: True, tries=finishers) -> Compiled:
+        """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`
+        (a bound asked as a number tries what a centred output tries: it is at least Barrett's)."""
+        want = output_range(output, q)
+        for finish in tries["centred" if isinstance(output, int) else output]:
             c = make(finish)
             out = c.contract.arg(arg).ensures.bound
             if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
                 return c
-        raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {output} output (proven {out})")
+        asked = f"|value| <= {output}" if isinstance(output, int) else output
+        raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {asked} output (proven {out})")
 
     def ntt(direction: str, contract: Contract, summary: str, fits=lambda out: True) -> tuple[Function, Compiled]:
         s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
@@ -362,9 +360,10 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     forward, fc = ntt("forward", Contract(
         (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed),
                      Values(fwd_in, representation="signed" if signed else "unsigned"),
-                     Values(None, scale=1, layout=lay, representation=_REPRESENTATION[outputs["forward"]])),),
+                     Values(None, scale=1, layout=lay, representation=output_representation(outputs["forward"], q))),),
         (("requires: every a[i] in ", a_req),
-         ("ensures:  every a[i] in ", a_ens, f" (proven), block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
+         ("ensures:  every a[i] in ", a_ens,
+          f"{output_words(outputs['forward'], 'a')}, block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
         f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})",
         fits=bm_takes_as_it_is)
@@ -383,7 +382,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     else:  # the unsigned inverse takes no negative value: its input range [0, 2q), else [0, q)
         bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
         bm_finishers = {"lazy": (lifter(q, bits), freezer(q, bits)), "canonical": (freezer(q, bits),)}
-    representation = _REPRESENTATION[bm_output]
+    representation = output_representation(bm_output, q)
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
         per = "" if k == 1 else f", in each of the {k} polynomials"
@@ -394,8 +393,9 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
              ArgContract(_arg(p, t, "b", "in", k, not signed), bm_in)),
             (("requires: every a[i], b[i] in ", a_req, f" (the forward NTT's output), in its layout{per}"),
              ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
-              f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
-              f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
+              f"{output_words(bm_output, 'r')}; r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
+              f"{output_words(bm_output, 'r')}; r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} "
+              f"mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
         def make(finish: Reducer | None, variant: tuple[bool, bool, int]) -> Compiled:
@@ -424,9 +424,10 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
 
     inverse, _ = ntt("inverse", Contract(
         (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed), Values(inv_in, layout="ntt_forward output"),
-                     Values(None, scale=mul.r % q, layout="natural", representation=_REPRESENTATION[outputs["inverse"]])),),
+                     Values(None, scale=mul.r % q, layout="natural",
+                            representation=output_representation(outputs["inverse"], q))),),
         (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
-         ("ensures:  every a[i] in ", a_ens, " (proven), natural order,"),
+         ("ensures:  every a[i] in ", a_ens, f"{output_words(outputs['inverse'], 'a')}, natural order,"),
          (f"          a = {r_bits} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",))),
         f"inverse negacyclic NTT of a[{n}] in place, natural order out")
     fns.append(inverse)

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import sympy
 
+from ...core.contract import Bound
 from ...core.errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SCALAR, SSE
 from ...target.target import Target
 from .maths import max_layers
+from .reducers import barrett_reducer
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
@@ -31,6 +33,7 @@ KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul"
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
+# (or a number B: |value| <= B, the room a scheme needs for its next addition; see `_output_bound`)
 OUTPUT_KERNELS = ("forward", "basemul", "inverse")  # the kernels `output` chooses for (basemul: also basemul_acc)
 
 
@@ -49,7 +52,7 @@ class NttParams:
     mul: str  # "auto", "montgomery" or "shoup"
     order: str  # of the NTT domain: "fastest", "standard" or "natural" (layout.ORDERS)
     basemul_acc: tuple[int, ...]  # k of each r = sum of k base products kernel
-    output: tuple[tuple[str, str], ...]  # (kernel, "lazy" | "centred" | "canonical") for OUTPUT_KERNELS
+    output: tuple[tuple[str, str | int], ...]  # (kernel, "lazy" | "centred" | "canonical" | B) for OUTPUT_KERNELS
     prefix: str
     source: str  # the file (or text) these came from, for messages
     targets: tuple[Target, ...]  # one per ISA, for the first ABI
@@ -151,8 +154,11 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if len(set(acc)) != len(acc):
         raise ParamError(src, "basemul_acc", f"names a k twice: {toml_value(acc)}")
     outputs = _outputs(src, table)
+    for kernel, given in outputs:
+        if isinstance(given, int):
+            _output_bound(src, kernel, given, q, width, mul)
     inverse_top = inverse_input_top(width, q)
-    if dict(outputs)["basemul"] != OUTPUTS[0] and q - 1 > inverse_top:
+    if dict(outputs)["basemul"] in OUTPUTS[1:] and q - 1 > inverse_top:
         raise ParamError(src, "output", f"basemul = {toml_value(dict(outputs)['basemul'])} needs "
                                         f"q - 1 <= {inverse_top}: the inverse NTT takes inputs in "
                                         f"[-{inverse_top}, {inverse_top}], and q = {q} "
@@ -194,7 +200,8 @@ def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
     """`output`: one choice for every kernel, or a table by kernel."""
     given = table.get("output", OUTPUTS[0])
     rule = (f"must be one of {', '.join(OUTPUTS)} for every kernel, or a table choosing per kernel "
-            f"({', '.join(OUTPUT_KERNELS)}), e.g. {{ basemul = \"centred\", inverse = \"centred\" }}")
+            f"({', '.join(OUTPUT_KERNELS)}) among those or a bound B on |value|, e.g. "
+            f"{{ basemul = \"centred\", inverse = 8380408 }}")
     if isinstance(given, str):
         given = {k: given for k in OUTPUT_KERNELS}
     if not isinstance(given, dict):
@@ -202,6 +209,45 @@ def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
     for k, v in given.items():
         if k not in OUTPUT_KERNELS:
             raise ParamError(src, "output", f"{rule}; {toml_value(k)} is no such kernel")
-        if v not in OUTPUTS:
+        if (isinstance(v, bool) or not isinstance(v, int)) and v not in OUTPUTS:
             raise ParamError(src, "output", f"{rule}; got {toml_value(v)} for {k}")
     return tuple((k, given.get(k, OUTPUTS[0])) for k in OUTPUT_KERNELS)
+
+
+def _output_bound(src: str, kernel: str, bound: int, q: int, width: int, mul: str) -> None:
+    """`output = { kernel = B }`: every output proven in [-B, B], for a
+    scheme that adds to it (ML-DSA's t + s2 must stay inside (-q, q)). A
+    final Barrett reduction guarantees its own bound whatever comes before
+    it, so any B from there to the lane's top can be met; the bound is of
+    |value|, so the lanes must be signed (Montgomery's)."""
+    if mul != "montgomery":
+        raise ParamError(src, "output", f"{kernel} = {bound} (a bound on |value|) needs mul = \"montgomery\" "
+                                        f"(signed lanes), got mul = {toml_value(mul)}")
+    least, top = barrett_reducer(q, width).out_abs, (1 << (width - 1)) - 1
+    if not least <= bound <= top:
+        raise ParamError(src, "output", f"{kernel} = {bound}: a bound on |value| must be from {least} (what a "
+                                        f"final Barrett reduction guarantees for q = {q}) to {top} (the lane's top)")
+
+
+# what the manifest says of an output range (None: only its proven bound)
+_REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
+
+
+def output_range(output: str | int, q: int) -> Bound | None:
+    """What an `output` choice asks of a kernel's proven bound: nothing
+    (lazy), (-q, q), [0, q), or [-B, B] for a number B."""
+    if isinstance(output, int):
+        return Bound(-output, output)
+    return {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}[output]
+
+
+def output_representation(output: str | int, q: int) -> str | None:
+    """The manifest's word for an output choice; a bound B below q is centred too."""
+    if isinstance(output, int):
+        return "centred" if output < q else None
+    return _REPRESENTATION[output]
+
+
+def output_words(output: str | int, name: str) -> str:
+    """The contract's words for a bound asked as a number (the proven one is quoted before them)."""
+    return f" (proven, inside the |{name}[i]| <= {output} asked)" if isinstance(output, int) else " (proven)"

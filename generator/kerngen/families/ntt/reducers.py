@@ -220,7 +220,7 @@ class Reducer:
 def reducers(q: int, bits: int) -> dict[str, Reducer]:
     """The reductions that apply to q; "special" only if q has a shape that gives
     a real reduction (output below 2^(bits-2) in absolute value for every input)."""
-    found = {"barrett": _reducer("barrett", barrett_idiom(q, bits))}
+    found = {"barrett": barrett_reducer(q, bits)}
     best = None
     # a cheap screen; only survivors get the full proof (where proofs are SMT's, the first few: fewest terms)
     survivors = [i for i in special_form_candidates(q, bits) if _passes_sample(i)]
@@ -234,6 +234,12 @@ def reducers(q: int, bits: int) -> dict[str, Reducer]:
     if best is not None:
         found["special"] = best
     return found
+
+
+@lru_cache(maxsize=None)
+def barrett_reducer(q: int, bits: int) -> Reducer:
+    """Centred Barrett as a Reducer, with no search for special forms (what validation asks of it)."""
+    return _reducer("barrett", barrett_idiom(q, bits))
 
 
 def freezer(q: int, bits: int) -> Reducer:
