@@ -251,7 +251,7 @@ TINY = 'n = 64\nq = 257\nwidth = 16\nisa = "avx2"\nmul = "montgomery"\n'
                                         r"Barrett reduction guarantees for q = 257\) to 32767 \(the lane's top\)"),
     (TINY + "output = { basemul = 32768 }", r"output: basemul = 32768: a bound on \|value\| must be from \d+"),
     (TINY.replace('mul = "montgomery"\n', "") + "output = { inverse = 200 }",
-     r'output: inverse = 200 \(a bound on \|value\|\) needs mul = "montgomery" \(signed lanes\), got mul = \'auto\''),
+     r'output: inverse = 200 \(a bound on \|value\|\) needs mul = "montgomery" \(signed lanes\), got mul = "auto"'),
     (TINY + "output = { inverse = true }", r"output: must be one of lazy, centred, canonical .* for inverse"),
     (TINY + "output = 200", r"output: must be one of lazy, centred, canonical for every kernel, or a table"),
 ])
