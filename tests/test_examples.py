@@ -89,6 +89,34 @@ def clmul_mod(a: int, b: int, poly: list[int]) -> int:
     return out
 
 
+def expected_lines(manifest: dict) -> list[list[int]]:
+    """The lines a bundle's README examples print, as numbers (their inputs: target/examples.py)."""
+    params = manifest["params"]
+    first = {}
+    for f in manifest["functions"]:
+        first.setdefault(f["kind"], f)
+    if params["family"] != "ntt":
+        m, poly = params["m"], params["poly"]
+        limbs = first["gf2m_mul"]["args"][0]["count"]
+        c = clmul_mod(1 << 1, 1 << (m - 1), poly)  # x * x^(m-1)
+        return [[c >> (64 * i) & (2**64 - 1)] for i in range(limbs)]
+    n, q = params["n"], params["q"]
+    forward = first["ntt_forward"]
+    sign = -1 if forward["dtype"].startswith("int") and forward["input"]["bound"][0] <= -(q - 1) else 1
+    a, b = [i % q for i in range(n)], [sign * ((7 * i + 1) % q) for i in range(n)]
+    ks = (0, 1, n - 1)
+    c = negacyclic_at(a, b, q, ks)
+    lines = [c]
+    shoup = first.get("mulmod_shoup")
+    if shoup is not None and shoup["dtype"] != forward["dtype"]:  # the example shows every lane type
+        lines.append([ci * ((5 * k + 3) % q) % q for ci, k in zip(c, ks)])
+    return lines
+
+
+def printed(out: str, hexadecimal: bool = False) -> list[list[int]]:
+    return [[int(x, 16 if hexadecimal else 10) for x in line.split()] for line in out.strip().splitlines()]
+
+
 @dataclass(frozen=True)
 class Bundle:
     """A shipped set's bundle directory and what its manifest says."""
@@ -127,28 +155,11 @@ class Bundle:
         return self.first("ntt_forward")["dtype"] if self.family == "ntt" else "gf2m"
 
     def expected(self) -> list[list[int]]:
-        """The lines the examples print, as numbers (see target/examples.py for their inputs)."""
-        if self.family != "ntt":
-            m, poly = self.params["m"], self.params["poly"]
-            limbs = self.first("gf2m_mul")["args"][0]["count"]
-            c = clmul_mod(1 << 1, 1 << (m - 1), poly)  # x * x^(m-1)
-            return [[c >> (64 * i) & (2**64 - 1)] for i in range(limbs)]
-        n, q = self.params["n"], self.params["q"]
-        forward = self.first("ntt_forward")
-        sign = -1 if forward["dtype"].startswith("int") and forward["input"]["bound"][0] <= -(q - 1) else 1
-        a, b = [i % q for i in range(n)], [sign * ((7 * i + 1) % q) for i in range(n)]
-        ks = (0, 1, n - 1)
-        c = negacyclic_at(a, b, q, ks)
-        lines = [c]
-        shoup = self.first("mulmod_shoup")
-        if shoup is not None and shoup["dtype"] != forward["dtype"]:  # the example shows every lane type
-            lines.append([ci * ((5 * k + 3) % q) % q for ci, k in zip(c, ks)])
-        return lines
+        return expected_lines(self.manifest)
 
     def check_output(self, out: str) -> None:
         hexadecimal = self.family != "ntt"
-        got = [[int(x, 16 if hexadecimal else 10) for x in line.split()] for line in out.strip().splitlines()]
-        assert got == self.expected(), f"{self.name}: printed {out!r}"
+        assert printed(out, hexadecimal) == self.expected(), f"{self.name}: printed {out!r}"
 
 
 SHIPPED = [Bundle(name) for name in PARAMS]
