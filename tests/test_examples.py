@@ -431,3 +431,43 @@ def test_a_bundle_in_another_order_says_so_first_and_names_its_standard_twins(b)
     assert "not the standard" in head and f"{b.params['prefix']}_ntt_to_standard" in head, head
     for twin in standard_twins(b):
         assert f"`{twin}`" in head, twin
+
+
+def twin_program(b: Bundle, twin: Bundle, a: list[int]) -> str:
+    """Both forward NTTs of the same input; prints the permuted one, then the standard twin's."""
+    n = b.params["n"]
+    rows = []
+    for tag, x, perm in (("own", b, f"{b.params['prefix']}_ntt_to_standard"), ("twin", twin, None)):
+        f = x.first("ntt_forward")
+        t = f["dtype"] + "_t"
+        rows.append(f"    static {t} {tag}[{n}] = {{ {', '.join(map(str, a))} }};\n    {f['symbol']}({tag});\n"
+                    f"    for (int i = 0; i < {n}; i++) printf(\"%lld\\n\", (long long){tag}[{perm + '[i]' if perm else 'i'}]);")
+    includes = "".join(f'#include "{x.name}.h"\n' for x in (b, twin))
+    return f"#include <stdio.h>\n{includes}int main(void) {{\n" + "\n".join(rows) + "\n    return 0;\n}\n"
+
+
+TWINS = [(b, Bundle(t)) for b in NON_STANDARD for t in standard_twins(b)
+         if PARAMS[t].get("layers") == PARAMS[b.name].get("layers")]
+
+
+@needs("nasm", "gcc")
+@pytest.mark.parametrize("b, twin", TWINS, ids=[f"{b.name}-{t.name}" for b, t in TWINS])
+def test_the_permuted_forward_output_is_the_standard_order_emissions(b, twin, kernels, tmp_path):
+    """to_standard applied to a bundle's forward NTT gives, mod q, what the shipped set of the
+    same n and q in the standard order computes (after the forwards' scales)."""
+    runs_here(b)
+    runs_here(twin)
+    n, q = b.params["n"], b.params["q"]
+    bounds = [x.first("ntt_forward")["input"]["bound"] for x in (b, twin)]
+    lo, hi = max(lo for lo, _ in bounds), min(hi for _, hi in bounds)
+    rng = random.Random(q)
+    a = [rng.randrange(lo, hi + 1) for _ in range(n)]
+    (tmp_path / "twin.c").write_text(twin_program(b, twin, a))
+    succeed(run_all([["gcc", "-O1", *WARNINGS, "-I", b.dir, "-I", twin.dir, "twin.c", kernels(b), kernels(twin),
+                      "-o", "twin"]], tmp_path))
+    r = subprocess.run([tmp_path / "twin"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    values = [int(x) for x in r.stdout.split()]
+    own, standard = values[:n], values[n:]
+    s_own, s_twin = (x.first("ntt_forward")["output"]["scale"] for x in (b, twin))
+    assert [v * s_twin % q for v in own] == [v * s_own % q for v in standard]
