@@ -15,8 +15,10 @@ product, c[i]*w[i] mod q for w[i] = (5i + 3) mod q at the same indices.
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib.resources import files
 
 
 def length_macro(fn, arg_name: str) -> str:
@@ -106,16 +108,15 @@ def lanes_by_type(functions) -> list[dict]:
 
 @lru_cache(maxsize=None)
 def _standard_sets() -> tuple[tuple[str, int, int], ...]:
-    """(name, n, q) of every shipped NTT set in the standard order, from the files' keys
-    (validating them would choose each set's multiplication by the cost model: seconds)."""
-    from ..commands.shipped import shipped
-    from ..core.params import read_table
-
+    """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
+    from the files' keys (validating them would choose each set's multiplication by the
+    cost model: seconds)."""
     out = []
-    for path in shipped():
-        table, _ = read_table(path)
-        if table.get("family") == "ntt" and table.get("order") == "standard":
-            out.append((table.get("name", path.stem), table["n"], table["q"]))
+    for entry in sorted((files("kerngen") / "params").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            table = tomllib.loads(entry.read_text(encoding="utf-8-sig"))
+            if table.get("family") == "ntt" and table.get("order") == "standard":
+                out.append((table.get("name", entry.name.removesuffix(".toml")), table["n"], table["q"]))
     return tuple(out)
 
 
