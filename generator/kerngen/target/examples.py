@@ -85,7 +85,8 @@ def ntt_example(forward: dict, shoup, q: int) -> dict:
         shoup_lane = Lane.of(shoup.kernel.args[0].ctype)
         if shoup_lane != lane:
             shown = {"symbol": shoup.symbol, "lane": shoup_lane.context(),
-                     "contract": f"a[i] any {shoup_lane.ctype}, w[i] in [0, q), wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
+                     "contract": f"a[i] any {shoup_lane.ctype}, w[i] in [0, q), "
+                                 f"wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
     return {
         "lane": lane.context(),
         "negative_b": lane.signed and lo <= -(q - 1),  # signed lanes: show that negative inputs are fine
