@@ -23,7 +23,7 @@ import jinja2
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from .dispatch import dispatch
-from .examples import Lane, length_macro, lanes_by_type, ntt_example, standard_twins
+from .examples import Lane, lanes_by_type, length_macro, ntt_example, standard_twins
 from .target import PLATFORMS
 
 
@@ -206,7 +206,7 @@ def _ntt_context(bundle: Bundle, variants: list[dict]) -> dict | None:
         "twins": standard_twins(bundle.name, n, q),
         "example": ntt_example(fwd, first.get("mulmod_shoup"), q),
         "n_value": n,
-        "q_value": bundle.params_manifest["q"],
+        "q_value": q,
         "d_value": layout["d"],
         "blocks_value": len(layout["blocks"]),
         "first_block": layout["blocks"][0],
