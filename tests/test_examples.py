@@ -311,10 +311,11 @@ def array_prototypes(b: Bundle) -> str:
 
 @needs("gcc", "clang")
 @pytest.mark.parametrize("b", SHIPPED, ids=lambda b: b.name)
-def test_polyvec_like_callers_compile_without_warnings(b, tmp_path):
+def test_polyvec_like_callers_and_the_dispatch_unit_compile_without_warnings(b, tmp_path):
     (tmp_path / "caller.c").write_text(polyvec_caller(b))
-    succeed(run_all([[cc, "-std=c11", "-O2", *WARNINGS, "-I", b.dir, "-c", "caller.c", "-o", f"caller-{cc}.o"]
-                     for cc in ("gcc", "clang")], tmp_path))
+    sources = ["caller.c"] + [str(p) for p in b.dir.glob("*_dispatch.c")]
+    succeed(run_all([[cc, "-std=c11", "-O2", *WARNINGS, "-I", b.dir, "-c", src, "-o", f"{i}-{cc}.o"]
+                     for cc in ("gcc", "clang") for i, src in enumerate(sources)], tmp_path))
 
 
 @needs("gcc")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from test_examples import expected_lines, printed
+from test_examples import expected_lines, needs, printed
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, load
 from kerngen.harness import wine
@@ -30,11 +30,6 @@ EXTRA = ("README.md", "CMakeLists.txt", "meson.build", "Cargo.toml", "build.rs")
 
 
 HOST = cpu_flags()
-
-
-def needs(*tools: str):
-    missing = [t for t in tools if shutil.which(t) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not installed (needed to build the consumer)")
 
 
 def run(cmd: list, cwd: Path, **kw) -> str:
