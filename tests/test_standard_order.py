@@ -17,6 +17,7 @@ import sympy
 
 from test_examples import PARAMS, SHIPPED, WARNINGS, Bundle, kernels, needs, run_all, runs_here, succeed  # noqa: F401
 
+
 def brv(x: int, bits: int) -> int:
     return int(format(x, f"0{bits}b")[::-1], 2) if bits else 0
 
