@@ -7,6 +7,8 @@ set -euo pipefail
 NEEDED='
 nasm nasm
 gcc gcc
+g++ g++
+clang clang
 objdump binutils
 llvm-mca llvm
 x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64

@@ -166,8 +166,14 @@ class ArgSpec:
 
     @property
     def c_declaration(self) -> str:
-        """The parameter as a C prototype declares it."""
-        return f"{'const ' if self.role == 'in' else ''}{self.ctype} {self.name}[{self.count}]"
+        """The parameter as a C prototype declares it: a plain pointer (its
+        element count is a macro of the header and a line of its comment). An
+        array parameter, `T a[N]` or `T a[static N]`, makes GCC 11 and later
+        check every call against N (-Wstringop-overread, -Wstringop-overflow
+        under -Wall): a call on a polynomial of a polyvec struct, or on a
+        pointer into a larger buffer, warns where it is right; and C++ has no
+        `[static N]`."""
+        return f"{'const ' if self.role == 'in' else ''}{self.ctype} *{self.name}"
 
 
 @dataclass(frozen=True)

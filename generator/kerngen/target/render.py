@@ -22,6 +22,7 @@ from ..ir.instr import Kernel
 from ..ir.stream import executed
 from .abi import GPR_NAMES
 from .dispatch import dispatch
+from .examples import length_macro
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
 from .target import PLATFORMS
@@ -126,6 +127,17 @@ def _tables(bundle: Bundle) -> list[dict]:
     return out
 
 
+def _lengths(functions: Sequence[Function]) -> list[tuple[str, int]]:
+    """Every argument's length macro and value, once, in the bundle's order."""
+    out: dict[str, int] = {}
+    for fn in functions:
+        for a in fn.kernel.args:
+            name = length_macro(fn, a.name)
+            if out.setdefault(name, a.count) != a.count:
+                raise ValueError(f"{name}: the ISAs' kernels take {out[name]} and {a.count} elements")
+    return list(out.items())
+
+
 def _function_context(fn: Function) -> dict:
     target = fn.kernel.target
     frame = frame_of(fn.kernel)
@@ -143,7 +155,7 @@ def _function_context(fn: Function) -> dict:
         "epilogue": frame_lines("epilogue", frame),
         "frame": frame,
         "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
-        "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned"
+        "arg_notes": [f"{a.name}: {a.count} x {a.ctype} ({length_macro(fn, a.name)}), {a.role}, {a.align}-byte aligned"
                       + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
                       for a in fn.kernel.args],
     }
@@ -192,7 +204,7 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
     platforms = {b.target.platform.name: b.target.platform for b in bundles}
     files_[f"{primary.name}.h"] = _ENV.get_template("header.j2").render(
         **common, title=primary.title, guard=guard, functions=[_function_context(fn) for fn in primary.functions],
-        constants=[c_lines(item) for item in primary.header], dispatch=unit,
+        constants=[c_lines(item) for item in primary.header], lengths=_lengths(primary.functions), dispatch=unit,
         platforms=[{"p": p, "emitted": p.name in platforms} for p in PLATFORMS.values()])
     if unit is not None:
         files_[f"{primary.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)

@@ -23,6 +23,7 @@ import jinja2
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from .dispatch import dispatch
+from .examples import Lane, lanes_by_type, length_macro, ntt_example, standard_twins
 from .target import PLATFORMS
 
 
@@ -74,10 +75,7 @@ _ENV.filters.update({
 
 
 def _rust_type(ctype: str) -> str:
-    m = re.fullmatch(r"(u?)int(8|16|32|64)_t", ctype)
-    if m is None:
-        raise ValueError(f"no Rust type for the C type {ctype}")
-    return ("u" if m.group(1) else "i") + m.group(2)
+    return Lane.of(ctype).rust
 
 
 def _ident(name: str) -> str:
@@ -142,6 +140,8 @@ def _function(fn: Function) -> dict:
         "cpu_text": ", ".join(c.upper() for c in fn.cpu) or "none beyond x86-64",
         "args": args,
         "c_args": ", ".join(a["c_decl"] for a in args),
+        "lengths": ", ".join(f"{a.name}: {a.count}" for a in fn.kernel.args),
+        "length_macros": [length_macro(fn, a.name) for a in fn.kernel.args],
     }
 
 
@@ -192,15 +192,21 @@ def _ntt_context(bundle: Bundle, variants: list[dict]) -> dict | None:
         ("inverse_scale", "_INVERSE_SCALE"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))}
     if None in names.values():
         return None
+    permutation = {key: _named(bundle.header, suffix) for key, suffix in (
+        ("to_standard", "_ntt_to_standard"), ("from_standard", "_ntt_from_standard"))}
     fwd, mul, inv = (first[k].manifest() for k in ("ntt_forward", "basemul", "ntt_inverse"))
     layouts = [f.manifest()["output"]["layout"] for v in variants for f in v["functions"] if f.kind == "ntt_forward"]
     layout = fwd["output"]["layout"]
     (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
     sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
+    n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
     return {
         **names,
-        "n_value": bundle.params_manifest["n"],
-        "q_value": bundle.params_manifest["q"],
+        "permutation": permutation if None not in permutation.values() else None,
+        "twins": standard_twins(bundle.name, n, q),
+        "example": ntt_example(fwd, first.get("mulmod_shoup"), q),
+        "n_value": n,
+        "q_value": q,
         "d_value": layout["d"],
         "blocks_value": len(layout["blocks"]),
         "first_block": layout["blocks"][0],
@@ -364,6 +370,7 @@ def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], comman
         "ntt": _ntt_context(bundle, variants),
         "gf2m": _gf2m_context(bundle, variants),
         "unit": _unit(bundle, files),
+        "lanes": lanes_by_type(bundle.functions),
     }
 
 

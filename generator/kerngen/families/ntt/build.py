@@ -28,6 +28,7 @@ from .params import (MONTGOMERY_WIDTHS, NttParams, inverse_input_top, output_ran
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
+from .standard_order import standard_order_tables
 
 DIRECTIONS = ("forward", "inverse")
 ORDER_TEXT = {
@@ -512,7 +513,7 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
         CTable(f"{name}_ntt_zetas", f"int{p.width}_t", (blocks,), lay.zetas, "zeta of each block"),
         CTable(f"{name}_ntt_positions", "uint16_t", (blocks, lay.d), tuple(x for row in lay.positions for x in row),
                "after the forward NTT, coefficient k of block j is a[positions[j][k]]"),
-    )
+    ) + standard_order_tables(name, lay.order, lay.positions)
 
 
 def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
