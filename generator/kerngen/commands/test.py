@@ -173,7 +173,10 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
         work = workdir or Path(tmp)
         try:
             for obj in objects(manifest):
-                _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+                try:
+                    _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+                except driver.KernelFault as e:  # a failed check, counted; the other objects are still tested
+                    tally.judge(f"{obj['file']} ({obj['abi']})", str(e))
         finally:
             if workdir is None:
                 wine.stop_wineserver(work)
