@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from .build import build
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
                      shoup_quotient)
 from .params import ORDERS, OUTPUTS
+from .sweeps import sweep
 from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod,
                         negacyclic_product, reduce_blocks, unit_block_products, unit_images)
 
@@ -247,7 +249,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     verifier's proof that no lane overflows and every multiplication and
     reduction is congruent, this determines the kernel for every input of its
     contract. Base multiplication, proven bilinear and block by block, runs
-    on the d^2 pairs of unit vectors, every block at once."""
+    on the d^2 pairs of unit vectors, every block at once. Each NTT then runs
+    on many inputs judged by the same images (`sweeps`), each ISA's alike."""
     n, q = manifest["params"]["n"], manifest["params"]["q"]
     layout = function(manifest, "ntt_forward")["output"]["layout"]
     out = []
@@ -271,6 +274,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
                             f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
                             f"want {scale * int(want[tuple(bad[0])]) % q} mod {q}"))
+                if fn["kind"] != "reduce" and fn["kind"] != "freeze":  # many inputs judged by the same images
+                    out.append(sweep(fn, want, q, calls.batch, zlib.crc32(fn["symbol"].removesuffix(fn["isa"]).encode())))
             elif proof.get("locality") == "element":  # products of elements: each monomial's coefficient, all at once
                 bits = element_bits(fn)
                 ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
