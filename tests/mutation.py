@@ -6,7 +6,8 @@ addition turned into a subtraction, a shuffle's immediate, a reduction
 dropped, q itself) just before it enters the passes, so it is allocated,
 verified and emitted like any kernel. Then:
 
-- rejected: the build refuses it (verifier, map proof, checks);
+- rejected: the build refuses it (verifier, map proof, checks), or the
+  renderer does (a proven contract that is not its other ISAs' twins');
 - caught: `kerngen test` of the emitted bundle fails (sampled checks,
   round trips, basis-vector proofs and sweeps; the comparison with what the
   parameters give is left out, as for a bundle another kerngen version wrote:
@@ -174,7 +175,10 @@ def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -
     if not what:
         return Outcome(operator, "inapplicable")
     out = work / f"m{seed}-{operator}"
-    write(render(bundle, "mutant"), out)
+    try:
+        write(render(bundle, "mutant"), out)
+    except ValueError as e:  # e.g. a mutant whose proven contract is not its twin's: no dispatch unit, no bundle
+        return Outcome(what, "rejected", str(e)[:120])
     outcome = test_bundle(out, seed, lambda s: None, work, reemit=False)
     if outcome.failed:
         return Outcome(what, "caught", outcome.failures[0][:120])

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from kerngen.commands.test import test_bundle
+from kerngen.commands.test import test_bundle as run_bundle_test
 from kerngen.families import load
 from kerngen.families.ntt.build import build
 from kerngen.target.files import write
@@ -116,7 +116,7 @@ def test_no_wrong_mutant_of_a_second_isa_passes_kerngen_test(tmp_path):
         assert found, f"{symbol}: no wrong mutant of this kind that unit vectors pass"
         [(text, what)] = found
         copy = copied_with(bundle, {f"{bundle.name}.asm": text}, tmp_path / f"copy{k}")
-        outcome = test_bundle(copy, 3, lambda s: None, tmp_path, reemit=False)
+        outcome = run_bundle_test(copy, 3, lambda s: None, tmp_path, reemit=False)
         if not any(symbol in f for f in outcome.failures):
             passed.append(what)
     assert not passed, passed
