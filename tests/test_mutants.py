@@ -4,6 +4,7 @@ whichever ISA of a bundle it is for."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from collections import Counter
 
@@ -120,3 +121,32 @@ def test_no_wrong_mutant_of_a_second_isa_passes_kerngen_test(tmp_path):
         if not any(symbol in f for f in outcome.failures):
             passed.append(what)
     assert not passed, passed
+
+
+def test_a_copied_bundle_s_constants_are_compared_with_its_parameters(tmp_path):
+    """`kerngen test DIR` of a bundle this version wrote makes its constants
+    again from the manifest's parameters: unedited, they agree; an SSE w' + 1,
+    a broadcast constant changed, or a zeta of the header changed (each with
+    its hash fixed up) is named."""
+    import json
+
+    from kerngen.commands.test import compare_with_parameters
+
+    bundle = REPO / "generated/kyber-3329-shoup"
+    asm = (bundle / "kyber-3329-shoup.asm").read_text()
+    header = (bundle / "kyber-3329-shoup.h").read_text()
+    label = "kg_kyber3329shoup_ntt_forward_twiddles_sse"
+    quotient = shoup_quotient_entries(asm, label, 3329, 16)[0]
+    first_zeta = re.compile(r"(kg_kyber3329shoup_ntt_zetas\[\d+\] = \{\s*)(\d+)")
+    edits = {
+        "unedited": ({}, None),
+        "w'": ({"kyber-3329-shoup.asm": table_entry_mutant(asm, label, quotient, 1)[0]}, f"{label}[{quotient}]"),
+        "broadcast": ({"kyber-3329-shoup.asm": table_entry_mutant(asm, "pw_3329", 3, 2)[0]}, "pw_3329[3]"),
+        "header zeta": ({"kyber-3329-shoup.h": first_zeta.sub(lambda m: m[1] + str(int(m[2]) + 1), header, 1)},
+                        "kyber-3329-shoup.h"),
+    }
+    for name, (changed, named) in edits.items():
+        copy = copied_with(bundle, changed, tmp_path / name.replace(" ", "-").replace("'", "p"))
+        compared, differs = compare_with_parameters(copy, json.loads((copy / "manifest.json").read_text()))
+        assert compared == "fresh emission of the constant tables"
+        assert (differs is None) if named is None else (differs is not None and named in differs), (name, differs)
