@@ -36,14 +36,11 @@ def sweep_inputs(lo: int, hi: int, n: int, rows: int, seed: int) -> np.ndarray:
     others each element within `NEAR` of lo or of hi, at random."""
     rng = np.random.default_rng(seed)
     half = rows // 2
-    near = min(NEAR, hi - lo)
-    uniform = rng.integers(lo, hi, size=(half, n), endpoint=True, dtype=np.int64) if hi < 1 << 63 else \
-        rng.integers(0, 1 << 64, size=(half, n), dtype=np.uint64) % np.uint64(hi - lo + 1) + np.uint64(lo)
+    near = min(NEAR, hi - lo)  # input contracts end below 2^63 (q < 2^62), so int64 holds them
+    uniform = rng.integers(lo, hi, size=(half, n), endpoint=True, dtype=np.int64)
     top = rng.integers(0, 2, size=(rows - half, n)).astype(bool)
-    offset = rng.integers(0, near, size=(rows - half, n), endpoint=True)
-    ends = [np.where(top, np.array(hi, dtype=uniform.dtype) - offset.astype(uniform.dtype),
-                     np.array(lo, dtype=uniform.dtype) + offset.astype(uniform.dtype))]
-    return np.concatenate([uniform, *ends]).astype(uniform.dtype)
+    offset = rng.integers(0, near, size=(rows - half, n), endpoint=True, dtype=np.int64)
+    return np.concatenate([uniform, np.where(top, hi - offset, lo + offset)])
 
 
 def _limbs(residues: np.ndarray, count: int) -> list[np.ndarray]:
