@@ -92,7 +92,7 @@ def asm_tables(text: str) -> dict[str, list[int]]:
     label = None
     for line in text.splitlines():
         words = line.split(None, 1)
-        if line.startswith("section .text") or line.startswith("section __TEXT"):
+        if line.startswith("section .text"):
             break
         if _LABEL.match(line):
             label = _LABEL.match(line).group(1)
