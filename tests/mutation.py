@@ -6,9 +6,11 @@ addition turned into a subtraction, a shuffle's immediate, a reduction
 dropped, q itself) just before it enters the passes, so it is allocated,
 verified and emitted like any kernel. Then:
 
-- rejected: the build refuses it (verifier, map proof, checks);
+- rejected: the build refuses it (verifier, map proof, checks), or the
+  renderer does (a proven contract that is not its other ISAs' twins');
 - caught: `kerngen test` of the emitted bundle fails (sampled checks,
-  round trips, basis-vector proofs; the fresh-emission comparison is left out:
+  round trips, basis-vector proofs and sweeps; the comparison with what the
+  parameters give is left out, as for a bundle another kerngen version wrote:
   a mutant stands for a generator bug, which a fresh emission would repeat);
 - harmless or wrong: it passes both; an oracle then runs it beside the
   unmutated kernel on random and extreme inputs of the contract — a mutant
@@ -148,11 +150,11 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
 
 
 def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -> Outcome:
-    """Build `p` with one mutation in the kernel `symbol`, and judge the result
-    (only the kernels of the symbol's ISA are built: the others would share
-    constant tables with the mutant)."""
-    t = next(t for t in p.targets if symbol.endswith("_" + t.isa.name))
-    p = dataclasses.replace(p, isas=(t.isa.name,), targets=(t,))
+    """Build `p` with one mutation in the kernel `symbol` — every ISA of `p`,
+    so that a mutant of a second ISA is judged beside its first, as a user's
+    bundle is (the mutant's tables take labels of their own: `_own`) — and
+    judge the result. The kernels left alone come from the pipeline's recent
+    compilations."""
     said: list[str] = []
     compile_ = ntt_build._compile
 
@@ -173,7 +175,10 @@ def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -
     if not what:
         return Outcome(operator, "inapplicable")
     out = work / f"m{seed}-{operator}"
-    write(render(bundle, "mutant"), out)
+    try:
+        write(render(bundle, "mutant"), out)
+    except ValueError as e:  # e.g. a mutant whose proven contract is not its twin's: no dispatch unit, no bundle
+        return Outcome(what, "rejected", str(e)[:120])
     outcome = test_bundle(out, seed, lambda s: None, work, reemit=False)
     if outcome.failed:
         return Outcome(what, "caught", outcome.failures[0][:120])
@@ -209,3 +214,113 @@ def oracle(original: Path, mutant: Path, bundle, symbol: str, work: Path, seed: 
         if np.any(b < olo) or np.any(b > ohi):
             return f"an output leaves the bound [{olo}, {ohi}]"
     return None
+
+
+# ---------------------------------------------------------------------------
+# mutants of a copied bundle: its .asm edited as text, the manifest's hash fixed up
+
+
+def kernel_lines(asm: str, symbol: str) -> range:
+    """The line numbers of `symbol`'s body in an .asm text (up to the next global label)."""
+    lines = asm.split("\n")
+    start = lines.index(f"{symbol}:") + 1
+    end = next((i for i in range(start, len(lines)) if lines[i] and not lines[i][0].isspace()
+                and lines[i].endswith(":") and not lines[i].startswith(".")), len(lines))
+    return range(start, end)
+
+
+def instruction_mutants(asm: str, symbol: str, mnemonic: str, replacement: str | None, start: float = 0):
+    """(text, what) of each `mnemonic` instruction of `symbol` in turn, from
+    the fraction `start` of them on: deleted (`replacement` None) or given
+    another mnemonic with the same operands."""
+    lines = asm.split("\n")
+    found = [i for i in kernel_lines(asm, symbol) if lines[i].split()[:1] == [mnemonic]]
+    for k in range(int(start * len(found)), len(found)):
+        i = found[k]
+        what = f"{symbol}: {mnemonic} #{k} ({lines[i].split(';')[0].strip()})"
+        if replacement is None:
+            yield "\n".join(lines[:i] + lines[i + 1:]), what + " deleted"
+        else:
+            yield "\n".join(lines[:i] + [lines[i].replace(mnemonic, replacement, 1)] + lines[i + 1:]), \
+                what + f" -> {replacement}"
+
+
+def table_entries(asm: str, label: str) -> tuple[int, int, list[int]]:
+    """(first line, values per line, values) of the table `label` in an .asm text."""
+    lines = asm.split("\n")
+    start = lines.index(f"{label}:") + 1
+    rows = []
+    for line in lines[start:]:
+        words = line.split(None, 1)
+        if len(words) != 2 or words[0] not in ("dw", "dd", "dq"):
+            break
+        rows.append([int(v, 0) for v in words[1].split(",")])
+    return start, len(rows[0]), [v for row in rows for v in row]
+
+
+def shoup_quotient_entries(asm: str, label: str, q: int, bits: int) -> list[int]:
+    """The entries of a twiddle table that are Shoup's w' = floor(w*2^bits/q)
+    of the entry one row (of `per` values) above them, w in [1, q)."""
+    _, per, values = table_entries(asm, label)
+    return [k for k in range(per, len(values))
+            if 0 < values[k - per] < q and values[k] == (values[k - per] << bits) // q]
+
+
+def table_entry_mutant(asm: str, label: str, k: int, delta: int) -> tuple[str, str]:
+    """Entry k of the table `label` changed by `delta`: (text, what)."""
+    start, per, values = table_entries(asm, label)
+    lines = asm.split("\n")
+    row, col = divmod(k, per)
+    directive, cells = lines[start + row].split(None, 1)
+    cells = [c.strip() for c in cells.split(",")]
+    cells[col] = str(int(cells[col], 0) + delta)
+    lines[start + row] = f"    {directive} {', '.join(cells)}"
+    return "\n".join(lines), f"{label}[{k}] {delta:+d}"
+
+
+def copied_with(bundle: Path, changed: dict[str, str], out: Path) -> Path:
+    """A copy of `bundle` with the files in `changed` replaced and their
+    sha256 fixed up in its manifest, as one who edits a copied bundle would."""
+    import hashlib
+    import json
+    import shutil
+
+    shutil.copytree(bundle, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for name, text in changed.items():
+        (out / name).write_text(text)
+        manifest["files"][name] = hashlib.sha256(text.encode()).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return out
+
+
+def escaping_mutants(bundle: Path, symbol: str, candidates, work: Path, seed: int, wanted: int) -> list[tuple[str, str]]:
+    """The first `wanted` of the (text, what) `candidates` of `bundle`'s .asm
+    that unit vectors alone pass (the basis-vector proof of the NTT `symbol`,
+    all that a second ISA's NTT was once checked with) and that are wrong
+    (`oracle`: beside the original on random and extreme inputs of its contract)."""
+    import json
+
+    from kerngen.families.ntt.checks import _mismatches
+    from kerngen.families.ntt.reference import lagrange_images, unit_images
+
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    name, n, q = manifest["params"]["name"], manifest["params"]["n"], manifest["params"]["q"]
+    fn = next(f for f in manifest["functions"] if f["symbol"] == symbol)
+    layout = next(f for f in manifest["functions"] if f["kind"] == "ntt_forward")["output"]["layout"]
+    images = (unit_images if fn["kind"] == "ntt_forward" else lagrange_images)(layout, n, q)
+    eye = np.eye(n, dtype=np.int64)
+    found = []
+    for k, (text, what) in enumerate(candidates):
+        candidate = work / f"candidate-{symbol}-{k}"
+        candidate.mkdir(parents=True, exist_ok=True)
+        (candidate / f"{name}.asm").write_text(text)
+        lib = driver.assemble_shared(candidate / f"{name}.asm", work)
+        got = driver.run_batch(lib, symbol, fn["args"], fn["dtype"], {0: eye}, work, seed=seed)[0]
+        if len(_mismatches(got, images, fn["output"]["scale"], q)):
+            continue
+        if oracle(bundle, candidate, None, symbol, work, seed):
+            found.append((text, what))
+            if len(found) == wanted:
+                break
+    return found

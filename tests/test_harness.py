@@ -441,3 +441,63 @@ def test_records_reject_inconsistent_arguments() -> None:
         Arg("in", 1, 1, 1, (256,))
     with pytest.raises(ValueError, match="odd and below"):
         baseline.BaselineConstants(256, 3328, 7, (), (), (), 0)
+
+
+# ---------------------------------------------------------------------------
+# an ABI violation in a bundle is a failed check: the run goes on and ends with the tally
+
+
+def _with_rbx_clobbered(asm: str, symbol: str) -> str:
+    """`symbol`'s body starting with abi_corrupters.asm's kg_bad_rbx (rbx is
+    callee-saved in both conventions): the kernel still computes right."""
+    corrupter = (harness.HARNESS_DIR / "abi_corrupters.asm").read_text()
+    body = corrupter[corrupter.index("kg_bad_rbx:\n") + len("kg_bad_rbx:\n"):].split("\n")[0]
+    assert body.split() == ["not", "rbx"]
+    label = f"\n{symbol}:\n"
+    at = asm.index(label) + len(label)
+    return asm[:at] + body + "\n" + asm[at:]
+
+
+def test_an_abi_violation_is_counted_and_every_object_still_tested(tmp_path: Path) -> None:
+    """tiny-257 emitted for System V and Win64, its System V forward NTT made
+    to clobber rbx (the manifest's hash fixed up, as an editor would): the
+    checks of that kernel fail, its basis proof (kg_batch, which stops at the
+    first broken call) fails instead of ending the run, the Win64 object is
+    still tested (under Wine, where installed), and the run ends with the tally."""
+    import hashlib
+    import json
+
+    from kerngen.commands.test import test_bundle
+    from kerngen.core.params import Overrides
+    from kerngen.families import build_all, load
+    from kerngen.harness import wine
+    from kerngen.target.files import write
+    from kerngen.target.render import render
+
+    from conftest import REPO
+
+    p = load(REPO / "params/tiny-257.toml", Overrides(abi="sysv,win64"))
+    bundle = tmp_path / "tiny"
+    write(render(build_all(p), "kerngen emit tiny-257 --abi sysv,win64"), bundle)
+    asm_file = bundle / "tiny-257.asm"
+    asm_file.write_text(_with_rbx_clobbered(asm_file.read_text(), "kg_tiny257_ntt_forward_avx2"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["files"][asm_file.name] = hashlib.sha256(asm_file.read_bytes()).hexdigest()
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    said: list[str] = []
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        outcome = test_bundle(bundle, 5, said.append, work, reemit=False)
+    finally:
+        wine.stop_wineserver(work)
+    broken = [f for f in outcome.failures if "kg_tiny257_ntt_forward_avx2" in f]
+    assert broken and all("rbx" in f for f in broken), outcome.failures
+    assert any(f.startswith("tiny-257: basis proof of kg_tiny257_ntt_forward_avx2: ") and "breaks the ABI: rbx" in f
+               for f in broken), broken
+    assert all("forward_avx2" in f or "roundtrip-avx2" in f for f in outcome.failures), outcome.failures
+    assert said[-1] == f"tiny-257: {outcome.passed} passed, {outcome.failed} failed" and outcome.failed >= 1
+    if not [t for t in wine.missing_tools() if not t.startswith("nasm")]:
+        assert any("tiny-257_win64.asm, Wine" in line for line in said), said
+        win64_checks = [line for line in said if "tiny-257_win64.asm" in line]
+        assert win64_checks and outcome.passed > outcome.failed

@@ -1,20 +1,24 @@
-"""No wrong kernel gets through the verifier and `kerngen test` (see mutation.py)."""
+"""No wrong kernel gets through the verifier and `kerngen test` (see mutation.py),
+whichever ISA of a bundle it is for."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from collections import Counter
 
 import pytest
 
+from kerngen.commands.test import test_bundle as run_bundle_test
 from kerngen.families import load
 from kerngen.families.ntt.build import build
 from kerngen.target.files import write
 from kerngen.target.render import render
 
 from conftest import REPO
-from mutation import OPERATORS, run_mutant
+from mutation import (OPERATORS, copied_with, escaping_mutants, instruction_mutants, run_mutant,
+                      shoup_quotient_entries, table_entry_mutant)
 
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
                                  reason="nasm and gcc are needed to run kernels")
@@ -22,8 +26,9 @@ needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("g
 
 @needs_tools
 def test_no_wrong_mutant_survives(tmp_path):
-    """Every operator on the three kyber-3329 NTT kernels, two mutants each on
-    AVX2 and one on SSE (the legalised code)."""
+    """Every operator on the three kyber-3329 NTT kernels of the AVX2 + SSE
+    bundle, two mutants each on AVX2 and one on SSE (the legalised code,
+    judged beside its AVX2 twin)."""
     p = load(REPO / "params/kyber-3329.toml")
     original = tmp_path / "original"
     write(render(build(p), "original"), original)
@@ -73,3 +78,75 @@ def test_no_wrong_mutant_survives_32_bit_lanes(tmp_path, mul):
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] + verdicts["caught"] >= 20, verdicts
+
+
+def _quotients_plus_one(asm: str, label: str, q: int, start: float):
+    """Mutants of each Shoup quotient w' of the table `label` in turn, +1, from the fraction `start` on."""
+    entries = shoup_quotient_entries(asm, label, q, 32)
+    for k in entries[int(start * len(entries)):]:
+        yield table_entry_mutant(asm, label, k, 1)
+
+
+@needs_tools
+def test_no_wrong_mutant_of_a_second_isa_passes_kerngen_test(tmp_path):
+    """Copied avx2 + sse bundles, an SSE NTT edited (the manifest's hash fixed
+    up) and tested as a bundle written by another kerngen version is, with no
+    fresh emission to compare with: psubw -> paddw in kyber-3329-shoup's
+    inverse; in nfl-1073479681's forward a conditional subtraction (pminud)
+    dropped, one forced (replaced by a move of the subtracted value), and a
+    w' +1. Of each kind, the first mutants from the kernel's start and from its
+    middle that are wrong (beside the original on random and extreme inputs)
+    and that unit vectors alone pass — all that the second ISA's NTTs were
+    checked with before — must fail `kerngen test`."""
+    kinds = []
+    shoup = REPO / "generated/kyber-3329-shoup"
+    asm = (shoup / "kyber-3329-shoup.asm").read_text()
+    inverse = "kg_kyber3329shoup_ntt_inverse_sse"
+    kinds += [(shoup, inverse, instruction_mutants(asm, inverse, "psubw", "paddw", start)) for start in (0, 0.5)]
+    nfl = REPO / "generated/nfl-1073479681"
+    asm = (nfl / "nfl-1073479681.asm").read_text()
+    forward = "kg_nfl1073479681_ntt_forward_sse"
+    for start in (0, 0.5):
+        kinds += [(nfl, forward, instruction_mutants(asm, forward, "pminud", None, start)),
+                  (nfl, forward, instruction_mutants(asm, forward, "pminud", "movdqa", start)),
+                  (nfl, forward, _quotients_plus_one(asm, "kg_nfl1073479681_ntt_forward_twiddles_sse", 1073479681,
+                                                     start))]
+    passed = []
+    for k, (bundle, symbol, candidates) in enumerate(kinds):
+        found = escaping_mutants(bundle, symbol, candidates, tmp_path, 3, 1)
+        assert found, f"{symbol}: no wrong mutant of this kind that unit vectors pass"
+        [(text, what)] = found
+        copy = copied_with(bundle, {f"{bundle.name}.asm": text}, tmp_path / f"copy{k}")
+        outcome = run_bundle_test(copy, 3, lambda s: None, tmp_path, reemit=False)
+        if not any(symbol in f for f in outcome.failures):
+            passed.append(what)
+    assert not passed, passed
+
+
+def test_a_copied_bundle_s_constants_are_compared_with_its_parameters(tmp_path):
+    """`kerngen test DIR` of a bundle this version wrote makes its constants
+    again from the manifest's parameters: unedited, they agree; an SSE w' + 1,
+    a broadcast constant changed, or a zeta of the header changed (each with
+    its hash fixed up) is named."""
+    import json
+
+    from kerngen.commands.test import compare_with_parameters
+
+    bundle = REPO / "generated/kyber-3329-shoup"
+    asm = (bundle / "kyber-3329-shoup.asm").read_text()
+    header = (bundle / "kyber-3329-shoup.h").read_text()
+    label = "kg_kyber3329shoup_ntt_forward_twiddles_sse"
+    quotient = shoup_quotient_entries(asm, label, 3329, 16)[0]
+    first_zeta = re.compile(r"(kg_kyber3329shoup_ntt_zetas\[\d+\] = \{\s*)(\d+)")
+    edits = {
+        "unedited": ({}, None),
+        "w'": ({"kyber-3329-shoup.asm": table_entry_mutant(asm, label, quotient, 1)[0]}, f"{label}[{quotient}]"),
+        "broadcast": ({"kyber-3329-shoup.asm": table_entry_mutant(asm, "pw_3329", 3, 2)[0]}, "pw_3329[3]"),
+        "header zeta": ({"kyber-3329-shoup.h": first_zeta.sub(lambda m: m[1] + str(int(m[2]) + 1), header, 1)},
+                        "kyber-3329-shoup.h"),
+    }
+    for name, (changed, named) in edits.items():
+        copy = copied_with(bundle, changed, tmp_path / name.replace(" ", "-").replace("'", "p"))
+        compared, differs = compare_with_parameters(copy, json.loads((copy / "manifest.json").read_text()))
+        assert compared == "fresh emission of the constant tables"
+        assert (differs is None) if named is None else (differs is not None and named in differs), (name, differs)

@@ -4,10 +4,15 @@ the outputs against independent references.
 A bundle is tested from its manifest alone: `kerngen test PARAMS.toml` emits
 the bundle into a temporary directory and tests that, exactly as `kerngen
 test BUNDLE_DIR` tests a bundle emitted earlier or copied into another project.
+A bundle this kerngen version wrote is also compared with what its parameters
+give: an NTT bundle's constant tables, made again by the kernel builders
+alone (seconds, where a whole emission of a large set takes minutes); a
+bundle of another family, with a fresh emission of the whole bundle.
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,6 +26,7 @@ from ..core.family import Calls, Family
 from ..core.manifest import objects, read_bundle
 from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
+from ..families.ntt import tables as ntt_tables
 from ..harness import driver, macho, wine
 from ..target.files import write
 from ..target.formats import COFF64, ELF64, MACHO64
@@ -71,6 +77,69 @@ def fresh_emission(directory: Path, manifest: dict) -> str | None:
     changed = [name for name, text in files.items() if (directory / name).read_text() != text]
     return None if not changed else (f"{', '.join(changed)} differ from a fresh emission of the manifest's "
                                      "parameters: the bundle was edited after kerngen wrote it")
+
+
+# families whose constants can be made again without the passes: (kernel tables, header lines)
+_CONSTANTS = {"ntt": (ntt_tables.kernel_tables, ntt_tables.header_lines)}
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*$")
+_DATA = ("db", "dw", "dd", "dq")
+
+
+def asm_tables(text: str) -> dict[str, list[int]]:
+    """The constant tables of an emitted .asm file (its data before the first
+    code section): label -> values as written."""
+    out: dict[str, list[int]] = {}
+    label = None
+    for line in text.splitlines():
+        words = line.split(None, 1)
+        if line.startswith("section .text"):
+            break
+        if _LABEL.match(line):
+            label = _LABEL.match(line).group(1)
+            out[label] = []
+        elif label and len(words) == 2 and words[0] in _DATA:
+            out[label] += [int(v, 0) for v in words[1].split(",")]
+    return out
+
+
+def constants_differ(directory: Path, manifest: dict) -> str | None:
+    """None when every constant table of every object, and the header's
+    tables and macros, are those the manifest's parameters give; else the
+    first that is not."""
+    kernel_tables, header_lines = _CONSTANTS[manifest["params"]["family"]]
+    p = manifest_params(directory, manifest)
+    want = kernel_tables(p, manifest)
+    for obj in objects(manifest):
+        have = asm_tables((directory / obj["file"]).read_text())
+        for label, values in have.items():
+            table = want.get(label) or ntt_tables.broadcast_table(label)
+            if table is None:
+                return f"{obj['file']}: table {label} is not one kerngen makes from the manifest's parameters"
+            mask = (1 << (8 * table.elem_bytes)) - 1
+            got, expected = [v & mask for v in values], [v & mask for v in table.values]
+            if got != expected:
+                k = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
+                return (f"{obj['file']}: {label}[{k}] is "
+                        f"{values[k] if k < len(values) else 'missing'}, the manifest's parameters give "
+                        f"{table.values[k] if k < len(table.values) else 'no such element'}")
+        missing = sorted(set(want) - set(have))
+        if missing:
+            return f"{obj['file']}: lacks the table {missing[0]} its kernels read"
+    header = f"{p.name}.h"
+    text = (directory / header).read_text() if header in manifest.get("files", {}) else ""
+    for lines in header_lines(p, manifest):
+        if "\n".join(lines) not in text:
+            code = [line for line in lines if not line.startswith("/*")]
+            return f"{header}: {code[0]!r} is missing or differs from what the manifest's parameters give"
+    return None
+
+
+def compare_with_parameters(directory: Path, manifest: dict) -> tuple[str, str | None]:
+    """(what was compared, None or what differs): the constants alone where
+    the family can make them without the passes, else a fresh emission."""
+    if manifest["params"]["family"] in _CONSTANTS:
+        return "fresh emission of the constant tables", constants_differ(directory, manifest)
+    return "fresh emission", fresh_emission(directory, manifest)
 
 
 @dataclass
@@ -148,8 +217,8 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     """Test the bundle in `path` (its directory or manifest) from its manifest
     alone, each ABI's object as this machine can (ELF: run here; COFF: run
     under Wine when it is installed; Mach-O: the object read back); with
-    `reemit`, also compare it with a fresh emission when it was written by
-    this version of kerngen."""
+    `reemit`, also compare it with what its parameters give when it was
+    written by this version of kerngen (`compare_with_parameters`)."""
     directory, manifest = read_bundle(path)
     name = manifest["params"]["name"]
     family = FAMILIES[manifest["params"]["family"]]
@@ -159,13 +228,15 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
         if f not in runnable:
             say(f"{name}: skipping {f['symbol']}: this CPU lacks "
                 + ", ".join(sorted(set(f["cpu"]) - host)))
-    manifest = {**manifest, "functions": runnable}
+    whole, manifest = manifest, {**manifest, "functions": runnable}
     tally = _Tally(name)
     if reemit:
         version = manifest["generator"].get("version")
         if version == __version__:
-            say(f"{name}: comparing with a fresh emission of its parameters")
-            tally.judge("fresh emission", fresh_emission(directory, manifest))
+            say(f"{name}: comparing with a fresh emission of its parameters"
+                + (": its constant tables and header constants (the kernels' code is judged by the checks below)"
+                   if manifest["params"]["family"] in _CONSTANTS else ""))
+            tally.judge(*compare_with_parameters(directory, whole))
         else:
             say(f"{name}: written by kerngen {version}, not {__version__}: no fresh emission to compare with; "
                 "the checks and basis-vector proofs below still run")
@@ -173,7 +244,10 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
         work = workdir or Path(tmp)
         try:
             for obj in objects(manifest):
-                _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+                try:
+                    _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+                except driver.KernelFault as e:  # a failed check, counted; the other objects are still tested
+                    tally.judge(f"{obj['file']} ({obj['abi']})", str(e))
         finally:
             if workdir is None:
                 wine.stop_wineserver(work)

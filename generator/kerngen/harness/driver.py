@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "abi_capabilities", "assemble_shared", "bundle_library", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
+    "KernelFault", "abi_capabilities", "assemble_shared", "bundle_library", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
     "element_bytes", "manifest_arg", "run_batch", "run_bench", "run_runner", "write_vectors",
 ]
 
@@ -62,6 +62,16 @@ STATUS_OK = "ok"
 STATUS_ABI = "abi"
 STATUS_CANARY = "canary"
 STATUS_INMOD = "inmod"
+
+# kg_batch's exit status when a call broke the ABI or its buffers (harness/batch.c)
+BATCH_FAULT_STATUS = 3
+
+
+class KernelFault(HarnessError):
+    """A kernel broke the calling convention or its buffers under the checked
+    call, or crashed: a failed check of that kernel, not a failure of the
+    harness (`kerngen test` counts it and goes on with the other checks)."""
+
 
 _C_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra")
 _TOKEN = re.compile(r"^\S+$")
@@ -412,7 +422,7 @@ def run_runner(
     verdicts in order. ``lib`` is one shared object or a list (``Case.lib``
     indexes it). ``workdir`` holds the runner build (default: the first
     library's directory); ``seed`` fixes canaries and register seeds.
-    A crash of a kernel raises HarnessError naming the case."""
+    A crash of a kernel raises KernelFault naming the case."""
     libs = check_libs(lib)
     runner = build_runner(Path(workdir) if workdir is not None else libs[0].parent)
     env = dict(os.environ)
@@ -437,7 +447,8 @@ def run_runner(
         if proc.returncode < 0 and len(results) < len(cases):
             # output is flushed per case: the first case without a verdict crashed
             crashed = cases[len(results)]
-            detail = f"while running case {crashed.case_id!r} ({crashed.symbol}) {detail}"
+            raise KernelFault(f"kg_runner {_describe_exit(proc.returncode)} while running case "
+                              f"{crashed.case_id!r} ({crashed.symbol}) {detail}".strip())
         raise HarnessError(f"kg_runner {_describe_exit(proc.returncode)}: {detail.strip()}")
     ids = [r.case_id for r in results]
     if ids != [c.case_id for c in cases]:
@@ -498,7 +509,8 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
     `args` are the function's manifest argument entries; `inputs` maps every
     in/inout argument index to an array of shape (records, count). Returns the
     out/inout arguments after each call, by index, in the same shape. A call
-    that breaks the ABI or its buffers raises HarnessError naming the record."""
+    that breaks the ABI or its buffers, or crashes, raises KernelFault naming
+    the record."""
     import numpy as np
 
     width = element_bytes(dtype)
@@ -521,6 +533,8 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
             proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise HarnessError(f"kg_batch timed out after {timeout} s") from exc
+        if proc.returncode == BATCH_FAULT_STATUS or proc.returncode < 0:
+            raise KernelFault(f"{symbol} under the checked call: {_batch_fault(proc.stdout, proc.returncode)}")
         if proc.returncode != 0:
             raise HarnessError(f"kg_batch {_describe_exit(proc.returncode)} on {symbol}: "
                                f"{(proc.stdout + proc.stderr).strip()}")
@@ -533,6 +547,15 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
         result[i] = rows[:, at:at + w].astype(np.int64) if width < 8 else rows[:, at:at + w]
         at += w
     return result
+
+
+def _batch_fault(stdout: str, code: int) -> str:
+    """kg_batch's report of a broken call ("record K abi|canary|inmod DETAILS") in words."""
+    words = stdout.split()
+    if code < 0 or len(words) < 3 or words[0] != "record":
+        return f"kg_batch {_describe_exit(code)} {stdout.strip()}".strip()
+    what = {"abi": "breaks the ABI:", "canary": "writes outside argument", "inmod": "modifies its input argument"}
+    return f"call {words[1]} {what.get(words[2], words[2])} {' '.join(words[3:])}".strip()
 
 
 def element_bytes(dtype: str) -> int:

@@ -282,7 +282,8 @@ def run_runner_wine(
     ``driver.run_runner`` does for ELF libraries. ``dll`` is one DLL or a
     list (``Case.lib`` indexes it); ``workdir`` holds the runner build and
     the Wine prefix; ``seed`` fixes canaries and register seeds. A kernel
-    that faults raises HarnessError naming the case and the exception."""
+    that faults raises driver.KernelFault (a HarnessError) naming the case
+    and the exception."""
     libs = driver.check_libs(dll)
     workdir = Path(workdir)
     runner = build_runner_win64(workdir)
@@ -299,8 +300,8 @@ def run_runner_wine(
         if proc.returncode == CRASH_STATUS and len(results) < len(cases):
             # output is flushed per case: the first case without a verdict crashed
             crashed = cases[len(results)]
-            raise HarnessError(f"kg_runner.exe crashed while running case {crashed.case_id!r} "
-                               f"({crashed.symbol}): {detail}")
+            raise driver.KernelFault(f"kg_runner.exe crashed while running case {crashed.case_id!r} "
+                                     f"({crashed.symbol}): {detail}")
         raise HarnessError(f"kg_runner.exe under Wine: exit {proc.returncode}: {detail}")
     if [r.case_id for r in results] != [c.case_id for c in cases]:
         raise HarnessError("kg_runner.exe output does not list the cases given")

@@ -200,15 +200,17 @@ def function_checks(fn: dict, rng: random.Random, nrandom: int = 4,
 
 
 def checks(manifest: dict, seed: int) -> list[Check]:
-    """Random and worst-case cases for every function of a GF(2^m) bundle."""
+    """Random and worst-case cases for every function of a GF(2^m) bundle,
+    every ISA's alike."""
     rng = random.Random(seed)
     m, poly = manifest["params"]["m"], manifest["params"]["poly"]
     refs = _Refs(poly)
     ones = (1 << m) - 1
     chain_inputs = [ones, 1 << (m - 1), int("10" * m, 2) & ones, rng.getrandbits(m)]
     out: list[Check] = []
-    for fn in manifest["functions"]:
-        out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
+    for fn in manifest["functions"]:  # each ISA's twin of a function on the same inputs, whichever ISA is first
+        twin_rng = random.Random(f"{seed}:{fn['symbol'].removesuffix('_' + fn['isa'])}")
+        out += function_checks(fn, twin_rng, refs=refs, chain_inputs=chain_inputs)
     return out
 
 
@@ -267,48 +269,51 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     table = monomial_remainders(poly, 128 * limbs - 1)  # x^s mod f, s up to a product of lazy elements
     out = []
     for fn in manifest["functions"]:
-        mono = (fn.get("proof") or {}).get("monomials")
-        if not mono:
-            continue
-        kind = fn["kind"]
-        counts = [a["count"] for a in fn["args"]]
-        n_out = counts[0]
-        name = f"basis proof of {fn['symbol']}"
-        bits = fn["input"]["bits"]  # m, 2m - 1 unreduced, every bit of the limbs lazy
-        if len(mono) == 1 and len(mono[0]) == 1:  # linear in one argument (1)
-            units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
-            if kind in ("gf2m_reduce", "gf2m_freeze"):
-                want = _limbs(table[:bits], n_out)
-            elif kind == "gf2m_sqr_lazy":
-                want = _limbs([table[2 * i] for i in range(bits)], n_out)
-            else:
-                want = _bits_to_limbs(_square_power(table, m, fn.get("k", 1)), n_out)
-            got = calls.batch(fn, {1: units})[0]
-            label, cases = f"{bits} basis monomials", [(i,) for i in range(bits)]
-        else:  # products: pairs of basis monomials, one product at a time
-            units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
-            i, j = np.divmod(np.arange(bits * bits), bits)
-            zero = np.zeros((bits * bits, counts[1]), dtype=np.uint64)
-            if kind == "gf2m_mulwide":
-                pair_want = _limbs([1 << s for s in range(2 * m - 1)], n_out)
-            else:
-                pair_want = _limbs(table, n_out)
-            gots, wants, cases = [], [], []
-            for p, product in enumerate(mono):
-                inputs = {k: zero for k in range(1, len(counts))}
-                first, second = (1 + 2 * p, 2 + 2 * p)
-                inputs[first], inputs[second] = units[i], units[j]
-                gots.append(calls.batch(fn, inputs)[0])
-                wants.append(pair_want[i + j])
-                cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
-            got, want = np.concatenate(gots), np.concatenate(wants)
-            label = f"{len(cases)} pairs of basis monomials"
-        if fn["output"]["representation"] == "lazy":
-            got = _canonical(got, table, m)
-        bad = np.argwhere(got != want)
-        out.append((f"{name} ({label})", None if not len(bad) else
-                    f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
-                    f"want {int(want[tuple(bad[0])]):#x}"))
+        try:
+            mono = (fn.get("proof") or {}).get("monomials")
+            if not mono:
+                continue
+            kind = fn["kind"]
+            counts = [a["count"] for a in fn["args"]]
+            n_out = counts[0]
+            name = f"basis proof of {fn['symbol']}"
+            bits = fn["input"]["bits"]  # m, 2m - 1 unreduced, every bit of the limbs lazy
+            if len(mono) == 1 and len(mono[0]) == 1:  # linear in one argument (1)
+                units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
+                if kind in ("gf2m_reduce", "gf2m_freeze"):
+                    want = _limbs(table[:bits], n_out)
+                elif kind == "gf2m_sqr_lazy":
+                    want = _limbs([table[2 * i] for i in range(bits)], n_out)
+                else:
+                    want = _bits_to_limbs(_square_power(table, m, fn.get("k", 1)), n_out)
+                got = calls.batch(fn, {1: units})[0]
+                label, cases = f"{bits} basis monomials", [(i,) for i in range(bits)]
+            else:  # products: pairs of basis monomials, one product at a time
+                units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
+                i, j = np.divmod(np.arange(bits * bits), bits)
+                zero = np.zeros((bits * bits, counts[1]), dtype=np.uint64)
+                if kind == "gf2m_mulwide":
+                    pair_want = _limbs([1 << s for s in range(2 * m - 1)], n_out)
+                else:
+                    pair_want = _limbs(table, n_out)
+                gots, wants, cases = [], [], []
+                for p, product in enumerate(mono):
+                    inputs = {k: zero for k in range(1, len(counts))}
+                    first, second = (1 + 2 * p, 2 + 2 * p)
+                    inputs[first], inputs[second] = units[i], units[j]
+                    gots.append(calls.batch(fn, inputs)[0])
+                    wants.append(pair_want[i + j])
+                    cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
+                got, want = np.concatenate(gots), np.concatenate(wants)
+                label = f"{len(cases)} pairs of basis monomials"
+            if fn["output"]["representation"] == "lazy":
+                got = _canonical(got, table, m)
+            bad = np.argwhere(got != want)
+            out.append((f"{name} ({label})", None if not len(bad) else
+                        f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
+                        f"want {int(want[tuple(bad[0])]):#x}"))
+        except driver.KernelFault as e:  # a failed check of this kernel: the others are still proven
+            out.append((f"basis proof of {fn['symbol']}", str(e)))
     return out
 
 

@@ -1,0 +1,102 @@
+"""The constant tables of an NTT bundle, made again from its parameters.
+
+`kerngen test DIR` of a bundle this kerngen version wrote compares its
+constants with these: every twiddle table (w beside its w' or w*q^-1) and
+base-multiplication zeta table, as the kernel builders lay them out for each
+ISA, the broadcast constants (named by value: pw_3329, pd_m1), and the
+header's NTT-domain tables and macros. The builders run without the passes
+(allocation, verification), which is what makes emission slow: a constant
+changed after emission, with its hash fixed up in the manifest, is found
+here; the code around the constants is judged by the harness's checks and
+basis-vector proofs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...ir.instr import Builder, Table
+from ...target.render import c_lines
+from .build import DIRECTIONS, block_layout, design, header_constants, montgomery_basemul
+from .kernels import build_basemul, build_ntt, kernel_builder
+from .params import MONTGOMERY_WIDTHS, NttParams
+from .reducers import _CONST_PREFIX, broadcast_const, reducers
+from .schedule import schedule
+from .shoup import ShoupReduction
+
+_BROADCAST = re.compile(rf"^({'|'.join(_CONST_PREFIX.values())})_(m?)(\d+)$")
+
+
+def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
+    """Every twiddle and zeta table the kernels of `p` read, by label, built
+    as `build` builds them: each NTT with the reduction schedule for the input
+    bound its manifest entry requires, each base multiplication with the
+    variant its manifest entry names (the finishing reduction adds no table)."""
+    fns = {f["symbol"]: f for f in manifest["functions"]}
+    out: dict[str, Table] = {}
+    for t in p.targets:
+        isa, ar = t.isa.name, design(p, t)
+        symbol = f"{p.prefix}_%s_{isa}"
+        built: list[Builder] = []
+        for direction in DIRECTIONS:
+            fn = fns.get(symbol % f"ntt_{direction}")
+            if fn is None:  # a kernel this CPU cannot run is left out of the test
+                continue
+            b = kernel_builder(ar.layout)
+            build_ntt(b, ar, schedule(ar, p.policy, direction, fn["input"]["bound"][1]),
+                      f"{p.prefix}_ntt_{direction}_twiddles_{isa}")
+            built.append(b)
+        forward = fns.get(symbol % "ntt_forward")
+        bm_ar = montgomery_basemul(p, ar)
+        barrett = (reducers(p.q, p.width) if p.width in MONTGOMERY_WIDTHS else {}).get("barrett")
+        for k in (1, *p.basemul_acc):
+            kind = "basemul" if k == 1 else f"basemul_acc{k}"
+            fn = fns.get(symbol % kind)
+            if fn is None or forward is None:
+                continue
+            b = kernel_builder(ar.layout)
+            build_basemul(b, bm_ar, barrett or ShoupReduction(p.q, p.width, t.isa), f"{p.prefix}_{kind}_zetas_{isa}",
+                          max(map(abs, forward["output"]["bound"])), None, k, fn.get("karatsuba", False),
+                          fn.get("summed_factors", False), fn["interleaved_units"], qinv_in_register=t.isa.vex)
+            built.append(b)
+        for b in built:
+            out.update(b.tables)
+    return out
+
+
+def broadcast_table(label: str) -> Table | None:
+    """The broadcast constant a label such as pw_3329 or pd_m1 names, or None."""
+    found = _BROADCAST.match(label)
+    if not found:
+        return None
+    prefix, minus, digits = found.groups()
+    bits = next(bits for bits, name in _CONST_PREFIX.items() if name == prefix)
+    b = Builder(vector_bits=256)
+    broadcast_const(b, -int(digits) if minus else int(digits), bits)
+    return b.tables[label]
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """A function's kind and output scale, as `header_constants` reads them
+    from a built function (here from the manifest)."""
+
+    kind: str
+    scale: int
+
+    @property
+    def contract(self) -> _Scale:
+        return self
+
+    def manifest_output(self) -> dict:
+        return {"scale": self.scale}
+
+
+def header_lines(p: NttParams, manifest: dict) -> list[list[str]]:
+    """The header's NTT-domain macros and tables (N, Q, D, the blocks, the
+    scales, zetas and positions) as C lines, the layout from the parameters."""
+    ar = design(p)
+    layout = block_layout(ar.math, ar.layout.output_order, p.order)
+    scales = [_Scale(f["kind"], f["output"]["scale"]) for f in manifest["functions"]]
+    return [c_lines(item) for item in header_constants(p, layout, scales)]
