@@ -19,7 +19,8 @@ from ...ir.ops import lane_range, spec
 from ...ir.stream import executed
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
-from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
+from .kernels import (WhereAbove, basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce,
+                      kernel_builder)
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
@@ -318,6 +319,10 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
+    # the NTTs try a signed centred reduction first where the schedule's bounds say it is needed
+    ntt_finishers = {kind: tuple(option for f in tries for option in
+                                 ((WhereAbove(f, q), f) if signed and f is not None and f.kind != "freeze" else (f,)))
+                     for kind, tries in finishers.items()}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
     lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (32-bit Shoup bundles' too)
     bm_ar = montgomery_basemul(p, ar)
@@ -353,7 +358,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
             build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
             return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
 
-        c = first_fitting(outputs[direction], make, "a", fits)
+        c = first_fitting(outputs[direction], make, "a", fits, ntt_finishers)
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c

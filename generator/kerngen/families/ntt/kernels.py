@@ -17,6 +17,7 @@ touches a byte outside its arrays.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
@@ -26,6 +27,17 @@ from .layout import Butterflies, NttLayout, block_units, pairs, register_key, un
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
 from .shuffles import emit_step
+
+
+@dataclass(frozen=True)
+class WhereAbove:
+    """A final reduction of the NTT's outputs for the registers whose lanes
+    the schedule bounds at `limit` or above only: the others already have
+    the range it gives (the inverse's last differences are Montgomery
+    products, below q whatever their input; the sums are not)."""
+
+    reducer: Reducer
+    limit: int
 
 
 def kernel_builder(layout: NttLayout) -> Builder:
@@ -89,7 +101,9 @@ def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
               finish: Reducer | None = None) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
-    place; `finish` reduces every output (the range the caller asked for)."""
+    place; `finish` reduces every output (the range the caller asked for), or,
+    given as `WhereAbove`, the outputs the schedule bounds at its limit or above."""
+    finish, finish_limit = (finish.reducer, finish.limit) if isinstance(finish, WhereAbove) else (finish, 0)
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     inverse = sched.direction == "inverse"
@@ -129,10 +143,10 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 final = sched.per_index[-1]
                 for k, ix in enumerate(idx):
                     bound = max(final[i] for i in ix)
-                    for reducer, why in ((ar.reducer if sched.at_end else None, "eager, after the last layer"),
-                                         (finish, "the output range asked for")):
-                        if reducer is not None:
-                            regs[k], bound = _reduce_bounded(b, regs[k], reducer, bound, why)
+                    if sched.at_end:
+                        regs[k], bound = _reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
+                    if finish is not None and bound >= finish_limit:
+                        regs[k], bound = _reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
             for v, r, ix in zip(group, regs, idx):
                 _store(b, _vector(layout, v), r)
                 memory[v] = ix
