@@ -351,14 +351,26 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {output} output (proven {out})")
 
     def ntt(direction: str, contract: Contract, summary: str, fits=lambda out: True) -> tuple[Function, Compiled]:
-        s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
+        def build_with(s: ReductionSchedule) -> Compiled:
+            def make(finish) -> Compiled:
+                b = kernel_builder(layout)
+                build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
+                return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
+            return first_fitting(outputs[direction], make, "a", fits, ntt_finishers)
 
-        def make(finish) -> Compiled:
-            b = kernel_builder(layout)
-            build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
-            return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
-
-        c = first_fitting(outputs[direction], make, "a", fits, ntt_finishers)
+        # the inverse with its scaling on the first layer and on the last: the shorter kernel
+        builds = []
+        for scale_last in ((False, True) if direction == "inverse" and signed else (False,)):
+            try:
+                bound = contract.arg("a").requires.bound.hi  # (the first-layer schedule under its cache key)
+                s = schedule(ar, p.policy, direction, bound, True) if scale_last else \
+                    schedule(ar, p.policy, direction, bound)
+                c = build_with(s)
+                builds.append((len(c.kernel.body), scale_last, s, c))
+            except (ScheduleError, VerifyError):
+                if not scale_last:
+                    raise
+        _, _, s, c = min(builds, key=lambda x: x[:2])
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c

@@ -112,10 +112,12 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     passes = layout.inverse_passes if inverse else layout.passes
     memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
-    # the inverse's scaling rides on its first layer: the difference branch takes it
-    # in its twiddle, the sum branch in one multiplication by the constant itself
+    # the inverse's scaling rides on its first layer (or its last, as the schedule says): the
+    # difference branch takes it in its twiddle, the sum branch in one multiplication by the constant
     scale = math.inverse_scale(mul.r)
-    first_layer = next(st.layer for st in passes[0].steps if isinstance(st, Butterflies)) if inverse else None
+    ends = passes[-1:] if sched.scale_last else passes[:1]
+    scaled_layer = next(st.layer for p in ends for st in (reversed(p.steps) if sched.scale_last else p.steps)
+                        if isinstance(st, Butterflies)) if inverse else None
     for pass_no, p in enumerate(passes):
         for group in p.groups:
             regs = [_load(b, _vector(layout, v)) for v in group]
@@ -132,7 +134,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         if register_key(idx[s]) in due:
                             regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
                                                                  f"before layer {st.layer}")
-                    scaled = st.layer == first_layer
+                    scaled = st.layer == scaled_layer
                     factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
                                           table.vector)
                     by_scale = mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)) if scaled else None
