@@ -184,6 +184,21 @@ def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
     assert r.returncode == 2 and "--order: invalid choice: 'sideways'" in r.stderr
 
 
+def test_the_centred_inverse_reduces_its_sums_only(tmp_path):
+    """The inverse's last layer leaves 8 of the 16 AVX2 registers as Montgomery
+    products, below q whatever their input: only the 8 sums need the final
+    Barrett for the centred output, and the proven range is still centred."""
+    r = kerngen("emit", REPO / "params" / "mlkem-3329.toml", "--out", tmp_path / "m")
+    assert r.returncode == 0, r.stderr
+    asm = (tmp_path / "m" / "mlkem-3329.asm").read_text()
+    body = asm.split("kg_mlkem3329_ntt_inverse_avx2:\n", 1)[1].split(".end:", 1)[0]
+    assert body.count("barrett: the output range asked for") == 8
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    inverse = next(f for f in manifest["functions"] if f["symbol"] == "kg_mlkem3329_ntt_inverse_avx2")
+    lo, hi = inverse["output"]["bound"]
+    assert -(Q - 1) <= lo and hi <= Q - 1
+
+
 # --- the pair reduction: the verifier's controls ----------------------------------
 
 def _pair_kernel(copies: int, in_abs: int):

@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 import sympy
@@ -18,7 +19,7 @@ from kerngen.passes.pipeline import compile_kernel
 from kerngen.passes.verify import verify_kernel
 from kerngen.target.target import make_target
 
-from conftest import REPO, on_the_set_worker
+from conftest import REPO, kerngen, on_the_set_worker
 
 NTT_SETS = sorted(p for p in (REPO / "params").glob("*.toml") if load(p).family == "ntt")
 
@@ -308,3 +309,27 @@ def test_a_karatsuba_cross_term_is_bounded_only_from_the_sums_of_its_factors():
     with pytest.raises(VerifyError, match="does not multiply the sums|w' not computed as mullo"):
         verify_kernel(dataclasses.replace(fn.kernel, body=tuple(body[:add] + [difference] + body[add + 1:])),
                       inputs, p.q)
+
+
+def test_a_centred_32_bit_inverse_scales_on_its_last_layer_and_takes_no_vpmulld(tmp_path):
+    """ML-DSA's parameters on signed Montgomery lanes: eight layers of sums stay
+    inside int32 from centred inputs, so with the scaling on the last layer
+    every output is a product by a constant, below q, and the centred output
+    needs no final reduction (scaled on the first layer, the last sums would
+    need one each); the proven range is still centred."""
+    path = tmp_path / "p.toml"
+    path.write_text('name = "ml-dsa-like"\nfamily = "ntt"\nn = 256\nq = 8380417\nwidth = 32\nisa = "avx2"\n'
+                    'order = "standard"\nmul = "montgomery"\n'
+                    'output = { basemul = "centred", inverse = "centred" }\n')
+    r = kerngen("emit", path, "--out", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    asm = (tmp_path / "b" / "ml-dsa-like.asm").read_text()
+    inverse = asm.split("kg_mldsalike_ntt_inverse_avx2:\n", 1)[1].split(".end:", 1)[0]
+    assert inverse.count("layer 0") > 0 and "the output range asked for" not in inverse
+    # t = lo(x*w') by two widening products, not vpmulld (two µops, ten cycles on Intel)
+    forward = asm.split("kg_mldsalike_ntt_forward_avx2:\n", 1)[1].split(".end:", 1)[0]
+    assert "vpmuldq" in forward and "vpmulld" not in forward + inverse
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    fn = next(f for f in manifest["functions"] if f["kind"] == "ntt_inverse")
+    lo, hi = fn["output"]["bound"]
+    assert -8380416 <= lo and hi <= 8380416

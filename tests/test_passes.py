@@ -8,6 +8,7 @@ import random
 import shutil
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 
 from kerngen.core.bundle import Bundle, Function
@@ -175,8 +176,8 @@ def test_a_legalised_reduction_is_verified_and_right(tmp_path):
 def test_extensions_are_derived_from_the_instructions():
     kyber = ntt_build(load(REPO / "params/kyber-3329.toml"))
     for f in kyber.functions:  # SSE: what the legalised forms need (pblendw: SSE4.1), often SSE2 alone
-        # (pminuw, Shoup's conditional subtraction: SSE4.1 too)
-        sse41 = f.kind in ("ntt_inverse", "mulmod_shoup", "muladd_shoup")
+        # (pminuw, Shoup's conditional subtraction and the 16-bit freeze: SSE4.1 too)
+        sse41 = f.kind in ("ntt_inverse", "mulmod_shoup", "muladd_shoup", "freeze")
         expect = {"AVX", "AVX2"} if f.isa == "avx2" else {"SSE2", "SSE4.1"} if sse41 else {"SSE2"}
         assert f.kernel.extensions == expect, f.symbol
     p = load(REPO / "params/gf2m-233.toml")
@@ -200,14 +201,16 @@ def test_the_smt_proof_agrees_with_the_exhaustive_one():
 
 
 def test_quotient_ranges_agree_with_running_every_input_and_with_the_solver():
-    """Barrett and freeze (x - q*t(x), t non-decreasing; then q added where
-    negative) get their ranges from the runs of equal t: the same as running
-    all 2^16 inputs, and as the SMT optimiser's on 32-bit lanes."""
+    """Barrett and the 32-bit freeze (x - q*t(x), t non-decreasing; then q
+    added where negative) get their ranges from the runs of equal t: the same
+    as running all 2^16 inputs, and as the SMT optimiser's on 32-bit lanes.
+    The 16-bit freeze ends in an unsigned minimum, outside that shape: the
+    solver's ranges must still be the exhaustive ones."""
     rng = random.Random(4)
     for q in (3329, 7681, 12289, 257):
         for idiom in (barrett_idiom(q, 16), freeze_idiom(q, 16)):
             exhaustive, quotient = prove(idiom, "exhaustive"), prove(idiom, "smt")
-            assert isinstance(quotient, QuotientLemma)
+            assert isinstance(quotient, QuotientLemma) or idiom.steps[-1][0] == "minu"
             for _ in range(20):
                 lo = rng.randint(-32768, 32767)
                 box = (lo, rng.randint(lo, 32767))
@@ -218,6 +221,19 @@ def test_quotient_ranges_agree_with_running_every_input_and_with_the_solver():
             assert isinstance(quotient, QuotientLemma)
             box = (-(1 << 31) // 3, (1 << 31) // 2)
             assert quotient.range_for(*box) == SmtLemma(quotient.idiom).range_for(*box)
+
+
+def test_the_16_bit_freeze_is_a_floor_barrett_and_an_unsigned_minimum():
+    """Six instructions instead of eight where the lane has mulhi and minu:
+    every int16 must land on its canonical representative; 32-bit lanes (no
+    mulhi) keep the centred Barrett and the masked q."""
+    x = np.arange(-32768, 32768, dtype=np.int64)
+    for q in (3329, 7681, 12289, 257):
+        idiom = freeze_idiom(q, 16)
+        assert [op for op, *_ in idiom.steps] == ["mulhi", "sra", "mullo", "sub", "sub", "minu"], q
+        y = idiom.read(idiom.run(x))
+        assert np.array_equal(y, x % q), q
+    assert [op for op, *_ in freeze_idiom(8380417, 32).steps][-3:] == ["sra", "and", "add"]
 
 
 def test_the_smt_proof_refuses_a_wrong_idiom():
@@ -323,6 +339,16 @@ def test_nearby_table_accesses_go_through_a_register_and_every_one_is_checked():
             ([ins for ins in body if ins is not lea], straight, "does not point")):
         with pytest.raises(CheckError, match=why):
             check_encoding(broken, verified, AVX2_16.abi, 1)
+
+
+def test_two_tables_read_in_turn_take_no_lea():
+    """Rows of two tables read alternately (as a reduction of every register
+    reads its two constants): one register cannot serve both, and re-pointing
+    it before each access would cost a `lea` each, so all stay RIP-relative."""
+    c = _adds_from_tables({"far": 1, "near": 1}, vectors=8)
+    assert not any(ins.op == "lea" for ins in c.kernel.body)
+    alone = _adds_from_tables({"far": 1}, vectors=8)  # one table: still one lea for its run
+    assert sum(1 for ins in alone.kernel.body if ins.op == "lea") == 1
 
 
 def test_a_commutative_operation_names_its_high_register_where_the_short_prefix_can():

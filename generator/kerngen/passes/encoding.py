@@ -176,6 +176,16 @@ def _table_accesses(body: list[Instr]) -> list[tuple[int, int, Mem, int]]:
     return out
 
 
+def _another_table_between(accesses: list[tuple[int, int, Mem, int]], first: int, last: int) -> bool:
+    """Whether an access to another table comes between accesses `first` and
+    `last` (positions in `accesses`): it may re-point the register, so the
+    accesses after it are not counted for this window (two tables read in
+    turn, as in a reduction of every register, would otherwise take a `lea`
+    before nearly every access)."""
+    label = accesses[first][2].base.label
+    return any(accesses[j][2].base.label != label for j in range(first + 1, last))
+
+
 def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
     """Address runs of nearby table accesses through one free scratch register
     (the lowest: below r8 it needs no REX prefix): where an access
@@ -204,7 +214,7 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
         count = 0
         for m in by_table[label, region][rank[n]:]:
             off = accesses[m][2].offset
-            if max(hi, off) - min(lo, off) >= len(DISP8):
+            if max(hi, off) - min(lo, off) >= len(DISP8) or _another_table_between(accesses, n, m):
                 break
             lo, hi, count = min(lo, off), max(hi, off), count + 1
         if count * _SAVED_PER_ACCESS <= _LEA_BYTES:

@@ -19,7 +19,8 @@ from ...ir.ops import lane_range, spec
 from ...ir.stream import executed
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
-from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
+from .kernels import (WhereAbove, basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce,
+                      kernel_builder)
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
@@ -316,6 +317,10 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
+    # the NTTs try a signed centred reduction first where the schedule's bounds say it is needed
+    ntt_finishers = {kind: tuple(option for f in tries for option in
+                                 ((WhereAbove(f, q), f) if signed and f is not None and f.kind != "freeze" else (f,)))
+                     for kind, tries in finishers.items()}
     lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (32-bit Shoup bundles' too)
     bm_ar = montgomery_basemul(p, ar)
     bm_unsigned = not bm_ar.mul.signed
@@ -345,14 +350,26 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {asked} output (proven {out})")
 
     def ntt(direction: str, contract: Contract, summary: str, fits=lambda out: True) -> tuple[Function, Compiled]:
-        s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
+        def build_with(s: ReductionSchedule) -> Compiled:
+            def make(finish) -> Compiled:
+                b = kernel_builder(layout)
+                build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
+                return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
+            return first_fitting(outputs[direction], make, "a", fits, ntt_finishers)
 
-        def make(finish) -> Compiled:
-            b = kernel_builder(layout)
-            build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
-            return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
-
-        c = first_fitting(outputs[direction], make, "a", fits)
+        # the inverse with its scaling on the first layer and on the last: the shorter kernel
+        builds = []
+        for scale_last in ((False, True) if direction == "inverse" and signed else (False,)):
+            try:
+                bound = contract.arg("a").requires.bound.hi  # (the first-layer schedule under its cache key)
+                s = schedule(ar, p.policy, direction, bound, True) if scale_last else \
+                    schedule(ar, p.policy, direction, bound)
+                c = build_with(s)
+                builds.append((len(c.kernel.body), scale_last, s, c))
+            except (ScheduleError, VerifyError):
+                if not scale_last:
+                    raise
+        _, _, s, c = min(builds, key=lambda x: x[:2])
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c

@@ -17,6 +17,7 @@ touches a byte outside its arrays.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
@@ -26,6 +27,17 @@ from .layout import Butterflies, NttLayout, block_units, pairs, register_key, un
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
 from .shuffles import emit_step
+
+
+@dataclass(frozen=True)
+class WhereAbove:
+    """A final reduction of the NTT's outputs for the registers whose lanes
+    the schedule bounds at `limit` or above only: the others already have
+    the range it gives (the inverse's last differences are Montgomery
+    products, below q whatever their input; the sums are not)."""
+
+    reducer: Reducer
+    limit: int
 
 
 def kernel_builder(layout: NttLayout) -> Builder:
@@ -89,7 +101,9 @@ def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
               finish: Reducer | None = None) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
-    place; `finish` reduces every output (the range the caller asked for)."""
+    place; `finish` reduces every output (the range the caller asked for), or,
+    given as `WhereAbove`, the outputs the schedule bounds at its limit or above."""
+    finish, finish_limit = (finish.reducer, finish.limit) if isinstance(finish, WhereAbove) else (finish, 0)
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     inverse = sched.direction == "inverse"
@@ -98,10 +112,12 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     passes = layout.inverse_passes if inverse else layout.passes
     memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
-    # the inverse's scaling rides on its first layer: the difference branch takes it
-    # in its twiddle, the sum branch in one multiplication by the constant itself
+    # the inverse's scaling rides on its first layer (or its last, as the schedule says): the
+    # difference branch takes it in its twiddle, the sum branch in one multiplication by the constant
     scale = math.inverse_scale(mul.r)
-    first_layer = next(st.layer for st in passes[0].steps if isinstance(st, Butterflies)) if inverse else None
+    ends = passes[-1:] if sched.scale_last else passes[:1]
+    scaled_layer = next(st.layer for p in ends for st in (reversed(p.steps) if sched.scale_last else p.steps)
+                        if isinstance(st, Butterflies)) if inverse else None
     for pass_no, p in enumerate(passes):
         for group in p.groups:
             regs = [_load(b, _vector(layout, v)) for v in group]
@@ -118,7 +134,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         if register_key(idx[s]) in due:
                             regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
                                                                  f"before layer {st.layer}")
-                    scaled = st.layer == first_layer
+                    scaled = st.layer == scaled_layer
                     factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
                                           table.vector)
                     by_scale = mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)) if scaled else None
@@ -129,10 +145,10 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 final = sched.per_index[-1]
                 for k, ix in enumerate(idx):
                     bound = max(final[i] for i in ix)
-                    for reducer, why in ((ar.reducer if sched.at_end else None, "eager, after the last layer"),
-                                         (finish, "the output range asked for")):
-                        if reducer is not None:
-                            regs[k], bound = _reduce_bounded(b, regs[k], reducer, bound, why)
+                    if sched.at_end:
+                        regs[k], bound = _reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
+                    if finish is not None and bound >= finish_limit:
+                        regs[k], bound = _reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
             for v, r, ix in zip(group, regs, idx):
                 _store(b, _vector(layout, v), r)
                 memory[v] = ix

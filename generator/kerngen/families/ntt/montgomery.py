@@ -8,9 +8,9 @@ w' = w*q^-1 mod R (R = 2^bits) needs no reduction afterwards:
 Where the lanes have high-half multiplications (16-bit lanes) that is four
 instructions. 32-bit lanes have none: a widening product of the even lanes
 (vpmuldq) gives lo and hi of one 64-bit product, so the even and odd lanes
-are multiplied apart (the odd lanes of x and of t = lo(x*w') moved down, the
-odd lanes' w stored moved down), and the odd results blended back over the
-even ones.
+are multiplied apart (the odd lanes of x moved down, the odd lanes' w and w'
+stored moved down; t = lo(x*w') from a widening product as well), and the
+odd results blended back over the even ones.
 The strategy gives its stored constants, its instruction sequence, its
 bound and its lemma (`prove`); the NTT kernels and schedules ask it and
 nothing else about multiplication. On 64-bit lanes, which no vector
@@ -76,12 +76,12 @@ class Montgomery:
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
         """The memory operands `multiply` takes for constants `values` (one per
         lane), each row made by `vector`: w and w', and for even/odd products
-        also the odd lanes' w moved down to the even ones (the same row when
-        neighbours are equal)."""
+        also the odd lanes' w and w' moved down to the even ones (the same
+        rows when neighbours are equal)."""
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
         if self.even_odd:
-            rows.append(odd_down(rows[0]))
+            rows += [odd_down(rows[0]), odd_down(rows[1])]
         return tuple(vector(r) for r in rows)
 
     def qinv_register(self, b: Builder) -> VReg | None:
@@ -133,11 +133,11 @@ class Montgomery:
             for xs, ws in ((x, w), (x_odd, op(odd_down, w))):
                 p = op(widen, xs, ws)
                 halves.append(op(sub, p, op(widen, op(widen, p, qinv), q)))
-        else:  # t = lo(x*w') lane-wise: one multiplication for all lanes where two widening ones would do
-            w, wq, w_odd = factor
-            t = op(by_width("mullo", self.bits), x, wq)
-            for xs, ws, ts in ((x, w, t), (x_odd, w_odd, op(odd_down, t))):
-                halves.append(op(sub, op(widen, xs, ws), op(widen, ts, q)))  # hi(x*w) - hi(t*q), odd lanes
+        else:  # t = lo(x*w') from a widening product too: vpmulld is two µops and ten cycles on Intel,
+            # and its odd lanes would need moving down; two vpmuldq are two µops, five cycles, no move
+            w, wq, w_odd, wq_odd = factor
+            for xs, ws, wqs in ((x, w, wq), (x_odd, w_odd, wq_odd)):
+                halves.append(op(sub, op(widen, xs, ws), op(widen, op(widen, xs, wqs), q)))  # hi(x*w) - hi(t*q)
         return op(by_width("blend", self.bits), op(odd_down, halves[0]), halves[1], Imm(ODD_LANES), role="end")
 
     def bound(self, x_abs: int, w_abs: int) -> int:

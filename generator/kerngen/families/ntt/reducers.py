@@ -104,11 +104,30 @@ def shifted_barrett_idiom(q: int, bits: int) -> ScalarIdiom:
 
 
 def freeze_idiom(q: int, bits: int) -> ScalarIdiom:
-    """Any lane value to its canonical representative in [0, q): centred
-    Barrett, then q added where the result is negative (the sign, spread over
-    the lane by an arithmetic shift, masks q). The lemma proves the range."""
+    """Any lane value to its canonical representative in [0, q), the shorter
+    of two forms that the lemma proves (it gives the range; a form whose
+    range is not [0, q) is not taken):
+
+    - where the lane has a high-half multiplication: Barrett with a floor
+      quotient, t = mulhi(x, v) >> s (no rounding add), whose r = x - t*q
+      lies in [0, q] (q = 3329 on int16) or in [-q, q); then r - q (or
+      r + q) and the unsigned minimum of the two: of r and r -/+ q, the one
+      outside [0, q) is negative, a large unsigned value (six instructions,
+      where the next form is eight);
+    - centred Barrett, then q added where the result is negative (the sign,
+      spread over the lane by an arithmetic shift, masks q)."""
     barrett = barrett_idiom(q, bits)
-    return ScalarIdiom("freeze", q, barrett.steps + _plus_where_negative(barrett.steps[-1][1], q, bits), bits)
+    centred = ScalarIdiom("freeze", q, barrett.steps + _plus_where_negative(barrett.steps[-1][1], q, bits), bits)
+    if not (has("mulhi", bits) and has("minu", bits)):
+        return centred
+    floor_steps = tuple(step for step in barrett.steps if step[0] != "add")
+    floor = ScalarIdiom("barrett", q, floor_steps, bits)
+    lo, hi = prove(floor).range_for(*floor.lane)
+    shift = "sub" if 0 <= lo and hi <= q else "add" if -q <= lo and hi < q else None
+    if shift is None:
+        return centred
+    minimum = ScalarIdiom("freeze", q, floor_steps + ((shift, "u", "r", q), ("minu", "f", "r", "u")), bits)
+    return minimum if prove(minimum).range_for(*minimum.lane) == (0, q - 1) else centred
 
 
 def lift_idiom(q: int, bits: int) -> ScalarIdiom:
@@ -204,6 +223,8 @@ class Reducer:
                     f"centred rounding shift: t = round(x / 2^{shift}), x - t*q"
             return "centred Barrett, two multiplications"
         if self.kind == "freeze":
+            if any(op == "minu" for op, *_ in self.idiom.steps):
+                return "Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q"
             return "centred Barrett, then q added where negative"
         steps = self.idiom.steps
         split = next(s for s in steps if s[0] == "sra")[3]

@@ -49,6 +49,7 @@ class ReductionSchedule:
     output_bound: int
     per_index: tuple[tuple[int, ...], ...]  # |value| bound of every index after each executed layer
     registers: int  # vectors the array occupies
+    scale_last: bool = False  # the inverse's scaling rides on its last layer, not its first
 
     def reduced_before(self, layer: int) -> frozenset[int]:
         return dict(self.before).get(layer, frozenset())
@@ -109,13 +110,15 @@ class _Step:
     scale: int | None
 
 
-def _steps(ar: Arithmetic, direction: str) -> tuple[_Step, ...]:
+def _steps(ar: Arithmetic, direction: str, scale_last: bool = False) -> tuple[_Step, ...]:
     inverse = direction == "inverse"
     layers = layer_pairs(ar.layout)[::-1] if inverse else layer_pairs(ar.layout)
     scale = ar.math.inverse_scale(ar.mul.r)
     out = []
     for index, lp in enumerate(layers):
-        scaled = inverse and index == 0  # the inverse's first layer carries its scaling
+        # the inverse's first layer carries its scaling (its inputs then leave it below q), or its last
+        # (then every output is a product by a constant, below q: no final reduction for a centred output)
+        scaled = inverse and index == (len(layers) - 1 if scale_last else 0)
         factor = scale if scaled else 1
         rows = tuple(tuple(abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor))
                      for lo, _ in lp.pairs)
@@ -124,21 +127,21 @@ def _steps(ar: Arithmetic, direction: str) -> tuple[_Step, ...]:
 
 
 @lru_cache(maxsize=256)
-def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scale_last: bool = False) -> ReductionSchedule:
     """The policy's schedule. `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements; `minimal`
     searches (a beam over per-layer choices) and never inserts more than `index`.
     Memoised: the choice of reducer and of multiplication asks for the
     schedules that the kernels are then built with."""
-    steps = _steps(ar, direction)
+    steps = _steps(ar, direction, scale_last)
     if policy in ("index", "minimal"):
         options = [_schedule(ar, steps, "larger", direction, input_bound),
                    _schedule(ar, steps, "layer", direction, input_bound)]
         if policy == "minimal":  # the search, never worse than what index would do
             options.insert(0, _schedule(ar, steps, "minimal", direction, input_bound))
         best = min(options, key=lambda s: s.count)
-        return dataclasses.replace(best, policy=policy)
-    return _schedule(ar, steps, policy, direction, input_bound)
+        return dataclasses.replace(best, policy=policy, scale_last=scale_last)
+    return dataclasses.replace(_schedule(ar, steps, policy, direction, input_bound), scale_last=scale_last)
 
 _STRATEGIES = ("larger", "lo", "hi", "both")
 _BEAM = 16
