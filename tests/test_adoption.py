@@ -116,7 +116,10 @@ def test_too_few_layers_names_the_layers_key(tmp_path):
 def test_a_bundle_directory_is_replaced_whole(tmp_path):
     out = tmp_path / "d"
     assert kerngen("emit", "params/tiny-257.toml", "--out", out).returncode == 0
-    assert kerngen("emit", "params/kyber-3329.toml", "--out", out).returncode == 0
+    held = sorted(p.name for p in out.iterdir())
+    refused(kerngen("emit", "params/kyber-3329.toml", "--out", out), "--out", "the bundle of 'tiny-257'", "--force")
+    assert sorted(p.name for p in out.iterdir()) == held  # another set's bundle is not replaced without --force
+    assert kerngen("emit", "params/kyber-3329.toml", "--out", out, "--force").returncode == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["kyber-3329.asm", "kyber-3329.h", "kyber-3329_dispatch.c", "manifest.json", "README.md", "CMakeLists.txt",
          "meson.build", "Cargo.toml", "build.rs", "kyber-3329.rs"])

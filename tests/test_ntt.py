@@ -182,8 +182,8 @@ def _natural(n: int, d: int) -> list[int]:
     return [d * int(f"{p // d:0{bits}b}"[::-1] or "0", 2) + p % d for p in range(n)]
 
 
-@pytest.mark.parametrize("isa", ["avx2", "sse"])
-def test_layout_plan_pairs_partners_for_every_size_and_order(isa):
+@pytest.mark.parametrize("isa, bits", [("avx2", 16), ("sse", 16), ("avx2", 32), ("avx2", 64)])
+def test_layout_plan_pairs_partners_for_every_size_and_order(isa, bits):
     """Every n from 2 to 4096 with every block degree up to 8, in every order:
     the plan pairs partners (plan() checks it, and that the inverse comes back
     to the natural order), leaves the order asked for (standard: the in-place
@@ -192,8 +192,9 @@ def test_layout_plan_pairs_partners_for_every_size_and_order(isa):
     register holds coefficient k of the same blocks as its unit's partners. The
     natural order is refused only where it would move coefficients between the
     final pass's groups of registers. Where blocks of degree 2 keep their
-    coefficients side by side, base multiplication takes them there."""
-    target = make_target(isa, 16)
+    coefficients side by side, 16-bit base multiplication takes them there
+    (pairs of products summed by `vpmaddwd`); wider lanes split them too."""
+    target = make_target(isa, bits)
     for log_n in range(1, 13):
         n = 1 << log_n
         for layers in range(max(1, log_n - 3), log_n + 1):
@@ -209,9 +210,10 @@ def test_layout_plan_pairs_partners_for_every_size_and_order(isa):
                     assert list(layout.output_order) == list(range(n))
                 if order == "natural":
                     assert list(layout.output_order) == _natural(n, d)
-                assert layout.lanes == min(16, n // max(2, d))
+                assert layout.lanes == min(256 // bits, n // max(2, d))
                 vectors = layout.vector_indices(layout.output_order)
-                if layout.pairs_in_lanes:  # the pair base multiplication: each block's two coefficients side by side
+                assert layout.pair_basemul == (layout.pairs_in_lanes and bits == 16)
+                if layout.pair_basemul:  # the pair base multiplication: each block's two coefficients side by side
                     assert order != "fastest" and not layout.block_steps and d == 2
                     assert all(v[k + 1] == v[k] + 1 and v[k] % 2 == 0 for v in vectors for k in range(0, len(v), 2))
                     continue

@@ -179,8 +179,10 @@ def parser() -> argparse.ArgumentParser:
     platforms(e)
     e.add_argument("--out", metavar="DIR", help="output directory")
     e.add_argument("--force", action="store_true",
-                   help="replace an output directory even if it is not empty and holds no kerngen bundle "
-                        "(a directory holding a bundle is always replaced whole)")
+                   help="replace an output directory and everything in it even if it holds something other than "
+                        "this set's bundle: no kerngen bundle, another set's bundle, or files the bundle's manifest "
+                        "does not list (without --force these are refused and nothing is touched; the same set's "
+                        "bundle is always replaced whole)")
     e.set_defaults(func=cmd_emit)
 
     t = sub.add_parser("test", help="emit, assemble and test against independent references; ends with 'N passed, N failed'",

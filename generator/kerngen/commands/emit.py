@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.manifest import MANIFEST, is_bundle
 from ..families import build_all
 from ..passes.pipeline import cycle_collection_paused
 from ..target.files import check_bundle_dir, write
@@ -22,6 +24,7 @@ def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: b
         if others or targets.count(target) > 1:
             raise UsageError(f"--out: {shown} and {(others or [shown])[0]} both name the bundle {target}: each "
                              "bundle needs a directory of its own (give the parameter sets different names)")
+        check_replaceable(target, p.name, force)
         check_bundle_dir(target, force)
     staged = []
     for (p, shown), target in zip(loaded, targets):
@@ -33,3 +36,25 @@ def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: b
     for target, files in staged:
         written += write(files, target, force)
     return written
+
+
+def check_replaceable(target: Path, name: str, force: bool) -> None:
+    """Refuse, before any work and unless `force`, to replace a bundle
+    directory holding anything but the bundle of the same set as it was
+    written: another set's bundle (its manifest names another set), or files
+    its manifest does not list (notes a user added). Replacing the same
+    set's bundle whole is what re-emitting (`make generated`) does."""
+    if force or not is_bundle(target) or not target.is_dir():
+        return
+    again = "choose another directory, or pass --force to replace it and everything in it"
+    try:
+        manifest = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+        held, listed = manifest["params"]["name"], set(manifest["files"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        raise UsageError(f"--out: {target} holds a {MANIFEST} that is not a kerngen manifest; {again}") from None
+    if held != name:
+        raise UsageError(f"--out: {target} holds the bundle of {held!r}, not of {name!r}; {again}")
+    others = sorted(p.name for p in target.iterdir() if p.name not in listed | {MANIFEST})
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise UsageError(f"--out: {target} holds files its bundle's {MANIFEST} does not list ({shown}); {again}")

@@ -19,6 +19,9 @@ from ..target.target import PLATFORMS, VISIBILITIES, Target, make_target
 from .errors import ParamError, toml_value
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# a bundle's files are named after the set (NAME_dispatch.c, and while written .NAME.old.XXXXXXXX beside the
+# directory): 100 characters leave room below the 255 bytes a file name may have on common file systems
+MAX_NAME = 100
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 COMMON_KEYS = frozenset({"name", "family", "isa", "abi", "visibility", "prefix", "description"})
 ABIS = tuple(PLATFORMS)
@@ -35,6 +38,23 @@ class Overrides:
     prefix: str | None = None
     abi: str | None = None  # names separated by commas, as --isa
     visibility: str | None = None
+
+
+# the file key each command-line override replaces (--policy replaces `reduction`)
+OVERRIDDEN_KEYS = {"isa": "isa", "policy": "reduction", "reducer": "reducer", "order": "order", "prefix": "prefix",
+                   "abi": "abi", "visibility": "visibility"}
+
+
+def check_overrides(src: str, overrides: Overrides, family: str, keys_of: dict[str, frozenset[str]]) -> None:
+    """Refuse a command-line option that sets a key the family's files do
+    not have (--order for a GF(2^m) set): it would be ignored. `keys_of`:
+    each family's keys beyond the common ones."""
+    for option, key in OVERRIDDEN_KEYS.items():
+        if getattr(overrides, option) is None or key in COMMON_KEYS | keys_of[family]:
+            continue
+        owners = " and ".join(f"the {f} family" for f, keys in keys_of.items() if key in keys)
+        raise ParamError(src, f"--{option}", f"is an option of {owners} (it sets {key}); family {family!r} has no "
+                                             f"{key}: leave it out")
 
 
 @dataclass(frozen=True)
@@ -116,9 +136,12 @@ def default_prefix(name: str) -> str:
 
 def common(table: dict, source: str, families: tuple[str, ...], overrides: Overrides) -> Common:
     src = source
-    name = require(src, table, "name", str, "a lower-case name of letters, digits and dashes")
-    if not _NAME.match(name):
-        raise ParamError(src, "name", f"must be lower-case letters, digits and dashes, got {toml_value(name)}")
+    rule = f"1 to {MAX_NAME} lower-case letters, digits and dashes, the first a letter or digit"
+    name = require(src, table, "name", str, rule)
+    if not _NAME.match(name) or len(name) > MAX_NAME:
+        shown = name if len(name) <= 2 * MAX_NAME else name[:MAX_NAME] + "..."
+        raise ParamError(src, "name", f"must be {rule} (it names the bundle's files), got {toml_value(shown)}"
+                                      + (f" ({len(name)} characters)" if len(name) > MAX_NAME else ""))
     family = require(src, table, "family", str, _choice(families))
     if family not in families:
         raise ParamError(src, "family", f"must be {_choice(families)}, got {toml_value(family)}")

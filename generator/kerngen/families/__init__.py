@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.bundle import Bundle
 from ..core.family import Family, for_abi, native
-from ..core.params import Overrides, common, read_table
+from ..core.params import Overrides, check_overrides, common, read_table
 from .gf2m import GF2M
 from .ntt import NTT
 
@@ -24,6 +24,7 @@ def family_of(params: Any) -> Family:
 def from_mapping(table: dict, source: str, overrides: Overrides = Overrides()) -> Any:
     """Validate a parsed parameter table with its family's schema."""
     c = common(table, source, tuple(FAMILIES), overrides)
+    check_overrides(source, overrides, c.family, {f.name: f.keys for f in FAMILIES.values()})
     return FAMILIES[c.family].parse(table, c, overrides)
 
 

@@ -92,6 +92,7 @@ class _Def:
     elem: int | None
     imm: int | None
     sources: tuple  # of Value
+    lanes: int  # the lanes the instruction wrote (a narrower write's upper lanes are zeroed or kept, not moved)
 
 
 @dataclass(frozen=True)
@@ -406,7 +407,7 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     deps = mc.lanes_deps(s, sources, imm, lanes, elementwise)
     form = None if group is not None else mc.form_of(ins, sources)
     made = mc.new(intervals, deps, form)
-    mc.defs[made.vid] = _Def(ins.op, s.generic, s.elem, imm, tuple(sources))
+    mc.defs[made.vid] = _Def(ins.op, s.generic, s.elem, imm, tuple(sources), lanes)
     return made
 
 
@@ -567,9 +568,14 @@ class _Group:
         half = 1 << (bits - 1)
         lanes, deps = list(result.lanes), list(result.deps)
         for lane in range(len(made[0])):
-            (xs, ws), (x0, w0), (x1, w1) = (m[lane] for m in made)
-            if not (sum_of(xs, x0, x1) and sum_of(ws, w0, w1)):
+            (xs, ws), p0, p1 = (m[lane] for m in made)
+            # a product of two variables names its factors in either order (x*w = w*x): the sums
+            # must take one factor of each product, and the other sum the other two
+            found = next(((x0, w0, x1, w1) for x0, w0 in (p0, p0[::-1]) for x1, w1 in (p1, p1[::-1])
+                          if sum_of(xs, x0, x1) and sum_of(ws, w0, w1)), None)
+            if found is None:
                 bad(f"in lane {lane} does not multiply the sums of the other products' factors")
+            x0, w0, x1, w1 = found
 
             def box(t):
                 return t[1].lanes[t[2]]
@@ -747,10 +753,10 @@ def _moved_from(mc: _Machine, made: _Def, v: Value, lane: int) -> tuple[Value, i
     """The source value and lane whose content lane `lane` of v takes, where
     the instruction that made v moves whole lanes; None otherwise."""
     s = spec(made.op)
-    if s.move is None:
+    if s.move is None or lane >= made.lanes:
         return None
     labels = [[(i, k) for k in range(len(src.lanes))] for i, src in enumerate(made.sources)]
-    got = move_lanes(s, labels, made.imm, mc.bits, len(v.lanes), None)
+    got = move_lanes(s, labels, made.imm, mc.bits, made.lanes, None)
     if got is None or got[lane] is None or got[lane] is SPLIT:
         return None
     i, k = got[lane]

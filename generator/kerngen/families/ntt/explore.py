@@ -27,7 +27,7 @@ from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
 from .build import DIRECTIONS, build, design, schedules
 from .layout import NttLayout, layer_pairs, register_key
-from .params import MULS, POLICIES, NttParams, strategies
+from .params import MULS, POLICIES, REDUCERS, NttParams, strategies
 from .reducers import reducers
 from .schedule import ReductionSchedule
 
@@ -74,7 +74,7 @@ def reductions_by_strategy(p: NttParams) -> dict[str, tuple[str, ...]]:
     """Every multiplication strategy that fits q, whatever the set names, with
     the reductions its schedules can place (Shoup's lanes are unsigned: Harvey's only)."""
     return {mul: tuple(reducers(p.q, p.width)) if mul == MULS[1] else ("harvey",)
-            for mul in strategies(dataclasses.replace(p, mul=MULS[0]))}
+            for mul in strategies(dataclasses.replace(p, mul=MULS[0], reducer=REDUCERS[0]))}
 
 
 def build_variants(base: NttParams, say: Say) -> list[Variant]:

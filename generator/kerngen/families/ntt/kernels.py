@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from functools import partial
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
-from ...ir.ops import by_width, has, sized_load, sized_store, spec
+from ...ir.ops import by_width, sized_load, sized_store, spec
 from ...passes.verify import KARATSUBA, PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
+from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
 from .shuffles import emit_step
@@ -137,7 +138,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                     scaled = st.layer == scaled_layer
                     factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
                                           table.vector)
-                    by_scale = mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)) if scaled else None
+                    by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
                     regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
                                                        bounds[1], f"layer {st.layer}")
             last = pass_no == len(passes) - 1
@@ -186,7 +187,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     order = layout.vector_indices(layout.output_order)
-    if _pairs_basemul(layout):  # 32-bit sums of pairs of products
+    if layout.pair_basemul:  # 32-bit sums of pairs of products
         _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
         return
@@ -251,10 +252,6 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
 
 
-def _pairs_basemul(layout: NttLayout) -> bool:
-    return layout.pairs_in_lanes and has("madd", 2 * layout.lane_bits)
-
-
 def basemul_variants(layout: NttLayout) -> list[tuple[bool, bool, int]]:
     """The (karatsuba, summed_factors, interleave) choices `build_basemul`
     has for a layout, in order of preference on a tie of cost and
@@ -262,7 +259,7 @@ def basemul_variants(layout: NttLayout) -> list[tuple[bool, bool, int]]:
     one where it did not apply), the sum's factor w' multiplied (a register
     fewer held), two units of blocks interleaved (where there are two). The
     pair form has none."""
-    if _pairs_basemul(layout):
+    if layout.pair_basemul:
         return [(False, False, 1)]
     forms = [(False, False), (True, False), (True, True)] if layout.d == 2 else [(False, False)]
     return [(kara, summed, il) for kara, summed in forms for il in ((2, 1) if len(block_units(layout)) > 1 else (1,))]

@@ -41,6 +41,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...ir.instr import VECTOR_BITS
+from ...ir.ops import has
 from ...target.target import Target
 from .arrangements import Moves
 from .params import ORDERS
@@ -102,9 +103,17 @@ class NttLayout:
     @property
     def pairs_in_lanes(self) -> bool:
         """Blocks of degree 1 whose two coefficients sit side by side in the NTT
-        domain (the standard and natural orders): the pair base multiplication."""
+        domain (the standard and natural orders)."""
         o = self.output_order
         return self.d == 2 and all(o[k] % 2 == 0 and o[k + 1] == o[k] + 1 for k in range(0, len(o), 2))
+
+    @property
+    def pair_basemul(self) -> bool:
+        """Whether base multiplication works on such pairs where they are: with
+        sums of adjacent products into lanes twice as wide (`vpmaddwd`, 16-bit
+        lanes only). Elsewhere the block coefficients are moved into registers
+        of their own (`block_steps`) as in any other order."""
+        return self.pairs_in_lanes and has("madd", 2 * self.lane_bits)
 
     @property
     def vectors(self) -> int:
@@ -284,7 +293,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     if _walk(layout, inverse, out)[1] != tuple(range(n)):
         raise AssertionError("layout plan: the inverse does not return the natural order")
     layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), out, order)
-    if layout.pairs_in_lanes:  # base multiplication works on the pairs where they are
+    if layout.pair_basemul:  # base multiplication works on the pairs where they are
         return layout
     block = moves.cheapest(goal[:held], lambda a: all(a.index(c) >= lane_index_bits for c in range(d_bits)),
                            swaps_only=True)

@@ -180,8 +180,17 @@ ODD_LANES = 0xAA  # blend selector: the odd lanes from the second source
 
 
 def odd_down(lanes: list[int]) -> list[int]:
-    """Each odd lane's value in its even neighbour too (where a widening product reads it)."""
-    return [lanes[k | 1] if (k | 1) < len(lanes) else lanes[k] for k in range(len(lanes))]
+    """Each odd lane's value in its even neighbour too (where a widening product reads it).
+    A vector of one lane has no odd lane: its neighbour is a lane of the
+    register's padding, whose constants are zeros (`TwiddleTable`)."""
+    return [lanes[k | 1] if (k | 1) < len(lanes) else 0 for k in range(len(lanes))]
+
+
+def broadcast_operands(mul, b: Builder, value: int, bits: int) -> tuple[Mem, ...]:
+    """`mul.operands` for `value` in every lane, each row read from a broadcast
+    table: an even lane and its equal odd neighbour stand for all of them
+    (the neighbour is what `odd_down` moves into the even lane)."""
+    return mul.operands([value] * 2, lambda row: broadcast_const(b, row[0], bits))
 
 
 @dataclass(frozen=True)

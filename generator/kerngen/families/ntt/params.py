@@ -137,9 +137,14 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
     if red not in REDUCERS:
         raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {toml_value(red)}")
+    given = " from --reducer" if overrides.reducer is not None else ""
     if mul == "shoup" and red != "auto":
-        raise ParamError(src, "reducer", f"{toml_value(red)} reduces signed lanes; with mul = \"shoup\" the lanes "
-                                         "are unsigned and the reductions Harvey's: leave reducer at auto")
+        raise ParamError(src, "reducer", f"{toml_value(red)}{given} reduces signed lanes; with mul = \"shoup\" the lanes are "
+                                         "unsigned and the reductions Harvey's: leave reducer at auto")
+    if red != "auto" and width not in MONTGOMERY_WIDTHS:
+        raise ParamError(src, "reducer", f"{toml_value(red)}{given} reduces the signed lanes of Montgomery's multiplication; "
+                                         f"{width}-bit lanes are unsigned, multiplied by Shoup's with Harvey's "
+                                         "reductions: leave reducer at auto")
     order = overrides.order if overrides.order is not None else table.get("order", ORDERS[0])
     if order not in ORDERS:
         raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {toml_value(order)}"
@@ -177,9 +182,13 @@ def shoup_fits(width: int, q: int) -> bool:
 
 def strategies(p: NttParams) -> tuple[str, ...]:
     """The multiplication strategies to build with: the one named, or for
-    "auto" every one that fits q (the cost model chooses among them)."""
+    "auto" every one that fits q (the cost model chooses among them); a
+    reducer named (Montgomery's signed lanes are the only ones it reduces)
+    leaves Montgomery's alone."""
     if p.mul != MULS[0]:
         return (p.mul,)
+    if p.reducer != REDUCERS[0]:
+        return ("montgomery",)
     return tuple(k for k in MULS[1:] if (k != "shoup" or shoup_fits(p.width, p.q)) and
                  (k != "montgomery" or p.width in MONTGOMERY_WIDTHS))
 

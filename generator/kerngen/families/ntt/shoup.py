@@ -35,7 +35,7 @@ from ...passes import wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.verify import SHOUP
 from ...target.isa import AVX2, Isa
-from .montgomery import ODD_LANES, odd_down
+from .montgomery import ODD_LANES, broadcast_operands, odd_down
 from .reducers import broadcast_const, emit_idiom
 
 
@@ -232,7 +232,7 @@ class ShoupReduction:
 
     def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
         s = self.strategy
-        one = s.operands([1], lambda row: broadcast_const(b, row[0], self.bits))
+        one = broadcast_operands(s, b, 1, self.bits)
         return s.multiply(b, x, one, broadcast_const(b, self.q, self.bits), comment)
 
     def describe(self) -> str:
