@@ -383,8 +383,7 @@ kg_ctru3457_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
+    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -824,7 +823,7 @@ kg_ctru3457_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_basemul_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
 align 32
@@ -834,10 +833,8 @@ kg_ctru3457_basemul_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 224
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
-    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vmovdqu      ymm1, [rax - 128]                   ; q^-1
+    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    vmovdqu      ymm1, [rel pw_12929]                ; q^-1
     vmovdqu      ymm2, [rsi]
     vmovdqu      ymm3, [rsi + 32]
     vmovdqu      ymm4, [rsi + 64]
@@ -933,56 +930,41 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm6, ymm14, ymm6
     vpaddw       ymm6, ymm8, ymm6
     vpaddw       ymm3, ymm3, ymm7
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm7, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm7, ymm6, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3457]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm7, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm1, ymm1, ymm3
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm1, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm1, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm3
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 128] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 0
-    vpmullw      ymm3, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm3, ymm5, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm5, ymm3
     vpaddw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm4, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm4, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm3, ymm4, ymm3
     vmovdqu      [rdi], ymm6
     vmovdqu      [rdi + 32], ymm2
@@ -996,8 +978,7 @@ kg_ctru3457_basemul_avx2:
     vmovdqu      ymm6, [rdx + 160]
     vmovdqu      ymm7, [rdx + 192]
     vmovdqu      ymm8, [rdx + 224]
-    lea          rax, [rel pw_12929 + 128]           ; addresses pw_12929 near byte 0
-    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vmovdqu      ymm9, [rel pw_12929]                ; reload
     vpmullw      ymm10, ymm9, ymm5
     vpmullw      ymm11, ymm9, ymm7
     vpmullw      ymm12, ymm9, ymm6
@@ -1085,56 +1066,41 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm14
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
-    vpmullw      ymm6, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3457]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 192] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 64
-    vpmullw      ymm2, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm4, ymm2
     vpaddw       ymm2, ymm3, ymm2
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm3, ymm5, ymm3
     vmovdqu      [rdi + 128], ymm6
     vmovdqu      [rdi + 160], ymm2
@@ -1236,56 +1202,41 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm14
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
-    vpmullw      ymm6, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3457]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 256] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 128
-    vpmullw      ymm2, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm4, ymm2
     vpaddw       ymm2, ymm3, ymm2
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm2, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm3, ymm5, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm3, ymm5, ymm3
     vmovdqu      [rdi + 256], ymm6
     vmovdqu      [rdi + 288], ymm2
@@ -1387,34 +1338,26 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm8, ymm8, ymm13
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm2, ymm2, ymm6
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 320] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 192
-    vpmullw      ymm6, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm7, ymm6
     vmovdqa      ymm7, [rsp]                         ; reload
     vpaddw       ymm6, ymm7, ymm6
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3457]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_ctru3457_basemul_zetas_avx2 + 320] ; addresses kg_ctru3457_basemul_zetas_avx2 near byte 192
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm2, ymm1, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
@@ -1424,12 +1367,12 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm0, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm0, ymm0, ymm2
     vpmulhw      ymm2, ymm5, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm2, ymm5, ymm2
     vmovdqu      [rdi + 384], ymm6
     vmovdqu      [rdi + 416], ymm0
@@ -1465,8 +1408,7 @@ kg_ctru3457_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3457
+    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -1554,92 +1496,72 @@ kg_ctru3457_ntt_inverse_avx2:
     vpblendd     ymm0, ymm10, ymm0, 170
     vpaddw       ymm10, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm13, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm13, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp + 32], ymm0                    ; spill
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; reload
+    vmovdqu      ymm0, [rel pw_3457]                 ; reload
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm3, ymm3, ymm13
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm13, ymm10, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm13, ymm10, [rel pw_m19412]
+    vpmulhw      ymm10, ymm10, [rel pw_1580]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm14, ymm1                  ; layer 5
     vpsubw       ymm1, ymm14, ymm1
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm14, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm14, ymm13, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm14, ymm13, [rel pw_m19412]
+    vpmulhw      ymm13, ymm13, [rel pw_1580]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm13, ymm13, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 5
     vpsubw       ymm2, ymm2, ymm4
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm4, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm4, ymm14, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm4, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm7, ymm5                   ; layer 5
     vpsubw       ymm5, ymm7, ymm5
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm7, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm7, ymm14, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm7, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm14, ymm7
     vpaddw       ymm14, ymm8, ymm6                   ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm8, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm8, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm8, ymm14, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm8, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm11, ymm9                  ; layer 5
     vpsubw       ymm9, ymm11, ymm9
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm11, ymm9, [rax - 96]
-    vpmulhw      ymm9, ymm9, [rax - 128]
+    vpmullw      ymm11, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    vpmullw      ymm11, ymm14, [rax - 128]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm11, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vmovdqa      ymm14, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm9                    ; spill
     vpaddw       ymm9, ymm14, ymm12                  ; layer 5
     vpsubw       ymm12, ymm14, ymm12
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm14, ymm12, [rax - 96]
-    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vpmullw      ymm14, ymm9, [rel pw_m19412]
@@ -1649,8 +1571,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 5
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vpmullw      ymm9, ymm15, [rax - 32]
-    vpmulhw      ymm15, ymm15, [rax - 64]
+    vpmullw      ymm9, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpmullw      ymm15, ymm14, [rel pw_m19412]
@@ -1678,33 +1600,34 @@ kg_ctru3457_ntt_inverse_avx2:
     vpunpckhqdq  ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm15, ymm3                  ; layer 4
     vpsubw       ymm3, ymm15, ymm3
-    vpmullw      ymm15, ymm3, [rax + 32]
-    vpmulhw      ymm3, ymm3, [rax]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm10, ymm1                  ; layer 4
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rax + 96]
-    vpmulhw      ymm1, ymm1, [rax + 64]
+    vpmullw      ymm10, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm13, ymm2                  ; layer 4
     vpsubw       ymm2, ymm13, ymm2
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm13, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm13, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm4, ymm5                   ; layer 4
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rax - 32]
-    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm5, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm7, ymm6                    ; layer 4
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm6, [rax + 32]
-    vpmulhw      ymm6, ymm6, [rax]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 768
+    vpmullw      ymm7, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
@@ -1712,21 +1635,20 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm5, ymm7, [rsp]                   ; layer 4
     vpsubw       ymm7, ymm7, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm7, [rax + 96]
-    vpmulhw      ymm7, ymm7, [rax + 64]
+    vpmullw      ymm5, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm11, ymm8                   ; layer 4
     vpsubw       ymm8, ymm11, ymm8
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm11, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm11, ymm8, [rax + 32]
+    vpmulhw      ymm8, ymm8, [rax]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
     vpaddw       ymm11, ymm12, ymm9                  ; layer 4
     vpsubw       ymm9, ymm12, ymm9
-    vpmullw      ymm12, ymm9, [rax - 32]
-    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmullw      ymm12, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vperm2i128   ymm12, ymm14, ymm3, 32
@@ -1751,73 +1673,74 @@ kg_ctru3457_ntt_inverse_avx2:
     vperm2i128   ymm9, ymm11, ymm9, 49
     vpaddw       ymm11, ymm12, ymm3                  ; layer 3
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm3, [rax + 32]
-    vpmulhw      ymm3, ymm3, [rax]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmullw      ymm12, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm3, ymm3, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 3
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rax + 96]
-    vpmulhw      ymm1, ymm1, [rax + 64]
+    vpmullw      ymm14, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
     vpaddw       ymm14, ymm15, ymm2                  ; layer 3
     vpsubw       ymm2, ymm15, ymm2
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmullw      ymm15, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm15, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 3
     vpsubw       ymm10, ymm10, [rsp + 64]
     vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpmullw      ymm2, ymm10, [rax - 32]
-    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmullw      ymm2, ymm10, [rax + 96]
+    vpmulhw      ymm10, ymm10, [rax + 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm10, ymm2
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm10, ymm6                   ; layer 3
     vpsubw       ymm6, ymm10, ymm6
-    vpmullw      ymm10, ymm6, [rax + 32]
-    vpmulhw      ymm6, ymm6, [rax]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmullw      ymm10, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm4, ymm5                   ; layer 3
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm5, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm13, ymm7                   ; layer 3
     vpsubw       ymm7, ymm13, ymm7
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm13, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm13, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm7, ymm7, ymm13
     vpaddw       ymm13, ymm8, ymm9                   ; layer 3
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rax - 32]
-    vpmulhw      ymm8, ymm8, [rax - 64]
+    vpmullw      ymm9, ymm8, [rax + 96]
+    vpmulhw      ymm8, ymm8, [rax + 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm11, ymm12                  ; layer 2
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rax + 32]
-    vpmulhw      ymm11, ymm11, [rax]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm3, ymm1                   ; layer 2
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    vpmullw      ymm3, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm14, ymm15                  ; layer 2
     vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm14, [rax + 96]
-    vpmulhw      ymm14, ymm14, [rax + 64]
+    vpmullw      ymm15, ymm14, [rax - 32]
+    vpmulhw      ymm14, ymm14, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vmovdqa      ymm15, [rsp + 64]                   ; reload
@@ -1825,42 +1748,38 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm1, ymm15, [rsp]                  ; layer 2
     vpsubw       ymm15, ymm15, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm15, [rax + 96]
-    vpmulhw      ymm15, ymm15, [rax + 64]
+    vpmullw      ymm11, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vpaddw       ymm15, ymm10, ymm2                  ; layer 2
     vpsubw       ymm2, ymm2, ymm10
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_ctru3457_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm10, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm10, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpaddw       ymm10, ymm6, ymm4                   ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm6, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm13, ymm5                   ; layer 2
     vpsubw       ymm5, ymm5, ymm13
-    vpmullw      ymm13, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmullw      ymm13, ymm5, [rax + 96]
+    vpmulhw      ymm5, ymm5, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm5, ymm5, ymm13
     vpaddw       ymm13, ymm8, ymm7                   ; layer 2
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpmullw      ymm8, ymm7, [rax + 96]
+    vpmulhw      ymm7, ymm7, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    vpmulhw      ymm8, ymm9, [rax - 128]             ; barrett: before layer 1
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpmulhw      ymm8, ymm9, [rel pw_19412]          ; barrett: before layer 1
+    vpaddw       ymm8, ymm8, [rel pw_512]
     vpsraw       ymm8, ymm8, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    vpmullw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm8, ymm8, [rel pw_3457]
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm8, ymm3                    ; layer 1
     vpsubw       ymm3, ymm8, ymm3
@@ -2297,12 +2216,12 @@ kg_ctru3457_reduce_special_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_ctru3457_freeze_avx2: a[256] in place to canonical form in [0, 3457) (centred Barrett, then q added where negative)
+; kg_ctru3457_freeze_avx2: a[256] in place to canonical form in [0, 3457) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
 align 32
@@ -2310,166 +2229,133 @@ kg_ctru3457_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm2, [rel pw_3457]                 ; held in a register: read 32 times
     vmovdqu      ymm3, [rel pw_19412]                ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -2872,8 +2758,7 @@ kg_ctru3457_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3457
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -3402,8 +3287,7 @@ kg_ctru3457_ntt_forward_sse:
     pmulhw       xmm5, [rax - 128]
     pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3457]                ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3415,12 +3299,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 960] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 832
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3434,11 +3317,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rax - 32]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rax - 16]
-    pmulhw       xmm11, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3452,11 +3335,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rax + 32]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3560,12 +3443,13 @@ kg_ctru3457_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rax + 96]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1152] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1024
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rax + 112]
-    pmulhw       xmm8, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqu       xmm15, [rel pw_3457]                ; reload
     pmulhw       xmm7, xmm15
@@ -3579,11 +3463,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rax + 96]
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rax + 112]
-    pmulhw       xmm10, [rax + 64]
-    pmulhw       xmm11, [rax + 80]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm10, xmm8
@@ -3595,11 +3479,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rax + 96]
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm12, [rax + 64]
-    pmulhw       xmm13, [rax + 80]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3611,13 +3495,13 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rax + 96]
+    pmullw       xmm12, [rax - 96]
     movdqa       xmm13, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rax + 112]
-    pmulhw       xmm14, [rax + 64]
-    pmulhw       xmm13, [rax + 80]
+    pmullw       xmm3, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm12, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm14, xmm12
@@ -3633,12 +3517,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1216] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1088
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       xmm14, xmm11
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -3650,11 +3533,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rax - 96]
+    pmullw       xmm10, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm12, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -3666,11 +3549,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rax - 32]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax - 16]
-    pmulhw       xmm4, [rax - 64]
-    pmulhw       xmm5, [rax - 48]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -3684,11 +3567,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rax - 32]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -3704,11 +3587,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax + 32]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm11, [rax + 16]
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm2, xmm15
     pmulhw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -3720,11 +3603,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax + 96]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1408] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm10, [rax - 96]
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm8, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     pmulhw       xmm10, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm8, xmm10
@@ -3736,12 +3620,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1472] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1344
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm0, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm8, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -3755,11 +3638,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rax - 32]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm5, xmm12
-    pmullw       xmm5, [rax - 16]
-    pmulhw       xmm4, [rax - 64]
-    pmulhw       xmm12, [rax - 48]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -3775,11 +3658,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rax + 32]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rax + 48]
-    pmulhw       xmm3, [rax]
-    pmulhw       xmm14, [rax + 16]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm4, xmm15
     pmulhw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -3791,11 +3674,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rax + 96]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1664] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1536
+    pmullw       xmm3, [rax - 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax + 112]
-    pmulhw       xmm11, [rax + 64]
-    pmulhw       xmm7, [rax + 80]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm3, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm11, xmm3
@@ -3807,12 +3691,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1728] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1600
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -3828,11 +3711,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rax - 32]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rax - 16]
-    pmulhw       xmm8, [rax - 64]
-    pmulhw       xmm5, [rax - 48]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -3872,11 +3755,11 @@ kg_ctru3457_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rax + 32]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rax + 48]
-    pmulhw       xmm4, [rax]
-    pmulhw       xmm12, [rax + 16]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqu       xmm11, [rel pw_3457]                ; reload
     pmulhw       xmm0, xmm11
@@ -3890,11 +3773,12 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
-    pmullw       xmm4, [rax + 96]
+    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1920] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1792
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm12, xmm14
-    pmullw       xmm12, [rax + 112]
-    pmulhw       xmm3, [rax + 64]
-    pmulhw       xmm14, [rax + 80]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm4, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm3, xmm4
@@ -3908,12 +3792,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    lea          rax, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1984] ; addresses kg_ctru3457_ntt_forward_twiddles_sse near byte 1856
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm3, xmm11
     pmulhw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -3927,11 +3810,11 @@ kg_ctru3457_ntt_forward_sse:
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rax - 32]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm10, xmm15
-    pmullw       xmm10, [rax - 16]
-    pmulhw       xmm9, [rax - 64]
-    pmulhw       xmm15, [rax - 48]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm6, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -4040,8 +3923,7 @@ kg_ctru3457_basemul_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 992
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3457
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rsi + 32]
@@ -4335,22 +4217,18 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 416]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 128] ; addresses kg_ctru3457_basemul_zetas_sse near byte 0
     pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
     pmullw       xmm9, [rax - 80]
@@ -4363,22 +4241,18 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 128] ; addresses kg_ctru3457_basemul_zetas_sse near byte 0
     pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
     pmullw       xmm3, [rax - 80]
@@ -4393,33 +4267,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 864]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi], xmm6
@@ -4723,22 +4591,18 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 736]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 192] ; addresses kg_ctru3457_basemul_zetas_sse near byte 64
     pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
     pmullw       xmm9, [rax - 80]
@@ -4751,22 +4615,18 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 192] ; addresses kg_ctru3457_basemul_zetas_sse near byte 64
     pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
     pmullw       xmm3, [rax - 80]
@@ -4781,33 +4641,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 384]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi + 128], xmm6
@@ -5111,22 +4965,18 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 256]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 256] ; addresses kg_ctru3457_basemul_zetas_sse near byte 128
     pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
     pmullw       xmm9, [rax - 80]
@@ -5139,22 +4989,18 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 256] ; addresses kg_ctru3457_basemul_zetas_sse near byte 128
     pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
     pmullw       xmm3, [rax - 80]
@@ -5169,33 +5015,27 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm3, [rsp + 896]                   ; reload
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm1                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm1, xmm4
     psubw        xmm3, xmm5
     movdqa       xmm4, xmm15                         ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm5, xmm12
-    pmulhw       xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm5, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm15, xmm4
     psubw        xmm12, xmm5
     movdqu       [rdi + 256], xmm6
@@ -5499,22 +5339,18 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm2, [rsp + 960]                   ; reload
     paddw        xmm2, xmm4
     movdqa       xmm4, xmm6                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm4, [rel pw_19412]
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
     psraw        xmm4, 10
     psraw        xmm9, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
     psubw        xmm6, xmm4
     psubw        xmm2, xmm9
     movdqa       xmm4, xmm1
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 320] ; addresses kg_ctru3457_basemul_zetas_sse near byte 192
     pmullw       xmm4, [rax - 96]
     movdqa       xmm9, xmm3
     pmullw       xmm9, [rax - 80]
@@ -5527,22 +5363,18 @@ kg_ctru3457_basemul_sse:
     paddw        xmm8, xmm1
     paddw        xmm11, xmm3
     movdqa       xmm1, xmm8                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm8, xmm1
     psubw        xmm11, xmm3
     movdqa       xmm1, xmm5
-    lea          rax, [rel kg_ctru3457_basemul_zetas_sse + 320] ; addresses kg_ctru3457_basemul_zetas_sse near byte 192
     pmullw       xmm1, [rax - 96]
     movdqa       xmm3, xmm7
     pmullw       xmm3, [rax - 80]
@@ -5557,18 +5389,15 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 320]                   ; reload
     paddw        xmm1, xmm7
     movdqa       xmm3, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm3, [rel pw_19412]
     movdqa       xmm4, xmm1
-    pmulhw       xmm4, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
     psraw        xmm3, 10
     psraw        xmm4, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm4, [rax - 112]
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
     psubw        xmm0, xmm3
     psubw        xmm1, xmm4
     movdqa       xmm3, xmm15                         ; barrett: the output range asked for
@@ -5579,8 +5408,8 @@ kg_ctru3457_basemul_sse:
     paddw        xmm4, [rel pw_512 + 16]
     psraw        xmm3, 10
     psraw        xmm4, 10
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm4, [rax - 112]
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
     psubw        xmm15, xmm3
     psubw        xmm12, xmm4
     movdqu       [rdi + 384], xmm6
@@ -5620,8 +5449,7 @@ kg_ctru3457_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3457
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -5762,20 +5590,17 @@ kg_ctru3457_ntt_inverse_sse:
     pmullw       xmm10, [rax - 80]
     pmulhw       xmm15, [rax - 128]
     pmulhw       xmm13, [rax - 112]
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3457]                ; reload
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm15, xmm0
     psubw        xmm13, xmm10
     movdqa       xmm0, xmm6
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m19412]
     movdqa       xmm10, xmm7
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm7, [rax - 112]
+    pmullw       xmm10, [rel pw_m19412 + 16]
+    pmulhw       xmm6, [rel pw_1580]
+    pmulhw       xmm7, [rel pw_1580 + 16]
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm6, xmm0
@@ -5787,24 +5612,21 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm1
     psubw        xmm5, xmm2
     movdqa       xmm1, xmm14
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 192] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 64
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rax - 80]
-    pmulhw       xmm14, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm14, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm14, xmm1
     psubw        xmm5, xmm2
     movdqa       xmm1, xmm0
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm1, [rax - 128]
+    pmullw       xmm1, [rel pw_m19412]
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm2, [rel pw_m19412 + 16]
+    pmulhw       xmm0, [rel pw_1580]
+    pmulhw       xmm10, [rel pw_1580 + 16]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm0, xmm1
@@ -5818,25 +5640,22 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm11, [rsp + 160]
     movdqa       xmm8, xmm1
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 256] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 128
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax + 32]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm11
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm8, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm1, xmm8
     psubw        xmm11, xmm10
     movdqa       xmm8, xmm2
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm8, [rax - 128]
+    pmullw       xmm8, [rel pw_m19412]
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm10, [rel pw_m19412 + 16]
+    pmulhw       xmm2, [rel pw_1580]
+    pmulhw       xmm5, [rel pw_1580 + 16]
     pmulhw       xmm8, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm2, xmm8
@@ -5850,24 +5669,21 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm8, xmm9
     psubw        xmm3, xmm4
     movdqa       xmm4, xmm8
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 320] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 192
-    pmullw       xmm4, [rax - 96]
+    pmullw       xmm4, [rax + 96]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm4, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm8, xmm4
     psubw        xmm3, xmm9
     movdqa       xmm4, xmm10
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm4, [rax - 128]
+    pmullw       xmm4, [rel pw_m19412]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm9, [rel pw_m19412 + 16]
+    pmulhw       xmm10, [rel pw_1580]
+    pmulhw       xmm11, [rel pw_1580 + 16]
     pmulhw       xmm4, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm10, xmm4
@@ -6114,18 +5930,15 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm2
     psubw        xmm15, xmm14
     movdqa       xmm2, xmm1                          ; barrett: before layer 1
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_19412]
     movdqa       xmm14, xmm5
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm14, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm14, [rel pw_3457 + 16]
     psubw        xmm1, xmm2
     psubw        xmm5, xmm14
     movdqa       xmm2, xmm1                          ; layer 1
@@ -6135,12 +5948,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm5, xmm9
     movdqa       xmm8, xmm1
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1024] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 896
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm8, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm1, xmm8
@@ -6152,11 +5964,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm4, xmm0
     psubw        xmm11, xmm3
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rax - 96]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm3, xmm11
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm0, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm4, xmm0
@@ -6170,11 +5982,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm6
     psubw        xmm3, xmm13
     movdqa       xmm6, xmm10
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm13, xmm3
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm3, [rax + 16]
     pmulhw       xmm6, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm6
@@ -6190,11 +6002,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm7
     psubw        xmm3, xmm15
     movdqa       xmm7, xmm6
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm15, xmm3
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm3, [rax + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm7
@@ -6352,25 +6164,22 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm15, xmm12
     psubw        xmm13, xmm11
     movdqa       xmm9, xmm15
-    pmullw       xmm9, [rax - 32]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm11, xmm13
-    pmullw       xmm11, [rax - 16]
-    pmulhw       xmm15, [rax - 64]
-    pmulhw       xmm13, [rax - 48]
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm15, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
+    movdqu       xmm12, [rel pw_3457]                ; reload
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm15, xmm9
     psubw        xmm13, xmm11
     movdqa       xmm9, xmm5
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm9, [rax - 128]
+    pmullw       xmm9, [rel pw_m19412]
     movdqa       xmm11, xmm6
-    pmullw       xmm11, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm11, [rel pw_m19412 + 16]
+    pmulhw       xmm5, [rel pw_1580]
+    pmulhw       xmm6, [rel pw_1580 + 16]
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm5, xmm9
@@ -6393,13 +6202,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm0
     psubw        xmm4, xmm1
     movdqa       xmm0, xmm9
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m19412]
     movdqa       xmm1, xmm11
-    pmullw       xmm1, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm1, [rel pw_m19412 + 16]
+    pmulhw       xmm9, [rel pw_1580]
+    pmulhw       xmm11, [rel pw_1580 + 16]
     pmulhw       xmm0, xmm12
     pmulhw       xmm1, xmm12
     psubw        xmm9, xmm0
@@ -6413,25 +6220,22 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm10, [rsp + 32]
     movdqa       xmm7, xmm0
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1216] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1088
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm10, [rax - 48]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm0, xmm7
     psubw        xmm10, xmm11
     movdqa       xmm7, xmm1
-    lea          rax, [rel pw_m19412 + 128]          ; addresses pw_m19412 near byte 0
-    pmullw       xmm7, [rax - 128]
+    pmullw       xmm7, [rel pw_m19412]
     movdqa       xmm11, xmm4
-    pmullw       xmm11, [rax - 112]
-    lea          rax, [rel pw_1580 + 128]            ; addresses pw_1580 near byte 0
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm11, [rel pw_m19412 + 16]
+    pmulhw       xmm1, [rel pw_1580]
+    pmulhw       xmm4, [rel pw_1580 + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm1, xmm7
@@ -6445,12 +6249,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm7
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1280] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1152
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm8, xmm2
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm3, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm7, xmm3
@@ -6500,11 +6303,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm5
     psubw        xmm8, xmm6
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rax - 32]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm6, xmm8
-    pmullw       xmm6, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm8, [rax - 48]
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm12
     pmulhw       xmm6, xmm12
     psubw        xmm3, xmm5
@@ -6518,11 +6321,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rax + 32]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1408] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1280
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm5, [rax]
-    pmulhw       xmm13, [rax + 16]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm9, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm9
@@ -6536,11 +6340,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm9, xmm1
     psubw        xmm14, xmm4
     movdqa       xmm1, xmm9
-    pmullw       xmm1, [rax + 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rax + 112]
-    pmulhw       xmm9, [rax + 64]
-    pmulhw       xmm14, [rax + 80]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm1, xmm12
     pmulhw       xmm4, xmm12
     psubw        xmm9, xmm1
@@ -6554,12 +6358,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm1, xmm11
     psubw        xmm0, xmm10
     movdqa       xmm10, xmm1
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1536] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1408
-    pmullw       xmm10, [rax - 96]
+    pmullw       xmm10, [rax + 32]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm0, [rax - 112]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm10, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm1, xmm10
@@ -6571,11 +6374,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm2, xmm7
     psubw        xmm3, xmm8
     movdqa       xmm7, xmm2
-    pmullw       xmm7, [rax - 32]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rax - 16]
-    pmulhw       xmm2, [rax - 64]
-    pmulhw       xmm3, [rax - 48]
+    pmullw       xmm8, [rax + 112]
+    pmulhw       xmm2, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm7, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm2, xmm7
@@ -6589,11 +6392,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm7, xmm6
     psubw        xmm5, xmm13
     movdqa       xmm6, xmm7
-    pmullw       xmm6, [rax + 32]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1664] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1536
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm13, xmm5
-    pmullw       xmm13, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm5, [rax + 16]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm6, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm7, xmm6
@@ -6607,11 +6411,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm9, xmm14
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rax + 96]
+    pmullw       xmm14, [rax - 32]
     movdqa       xmm15, xmm9
-    pmullw       xmm15, [rax + 112]
-    pmulhw       xmm6, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm14, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm6, xmm14
@@ -6625,12 +6429,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm14, xmm4
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm14
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1664
-    pmullw       xmm0, [rax - 96]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm14, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm14, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm0, xmm12
     pmulhw       xmm4, xmm12
     psubw        xmm14, xmm0
@@ -6642,11 +6445,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm8
     psubw        xmm11, xmm3
     movdqa       xmm3, xmm10
-    pmullw       xmm3, [rax - 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm8, xmm11
-    pmullw       xmm8, [rax - 16]
-    pmulhw       xmm10, [rax - 64]
-    pmulhw       xmm11, [rax - 48]
+    pmullw       xmm8, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm3, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm10, xmm3
@@ -6660,11 +6463,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm2, xmm7
     psubw        xmm8, xmm5
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 32]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rax - 16]
-    pmulhw       xmm2, [rax - 64]
-    pmulhw       xmm8, [rax - 48]
+    pmullw       xmm7, [rax + 112]
+    pmulhw       xmm2, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm5, xmm12
     pmulhw       xmm7, xmm12
     psubw        xmm2, xmm5
@@ -6678,11 +6481,12 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm15
     psubw        xmm13, xmm9
     movdqa       xmm9, xmm5
-    pmullw       xmm9, [rax + 32]
+    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1792
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm5, [rax]
-    pmulhw       xmm13, [rax + 16]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm5, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
     pmulhw       xmm9, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm9
@@ -6696,28 +6500,25 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm6, xmm14
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rax + 32]
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm14, xmm15
-    pmullw       xmm14, [rax + 48]
-    pmulhw       xmm6, [rax]
-    pmulhw       xmm15, [rax + 16]
+    pmullw       xmm14, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm15, [rax - 112]
     pmulhw       xmm1, xmm12
     pmulhw       xmm14, xmm12
     psubw        xmm6, xmm1
     psubw        xmm15, xmm14
     movdqa       xmm1, xmm0                          ; barrett: before layer 1
-    lea          rax, [rel pw_19412 + 128]           ; addresses pw_19412 near byte 0
-    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm14, xmm4
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm14, [rel pw_512 + 16]
     psraw        xmm1, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3457 + 128]            ; addresses pw_3457 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm14, [rel pw_3457 + 16]
     psubw        xmm0, xmm1
     psubw        xmm4, xmm14
     movdqa       xmm1, xmm0                          ; layer 1
@@ -6727,12 +6528,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm4, xmm8
     movdqa       xmm7, xmm0
-    lea          rax, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1984] ; addresses kg_ctru3457_ntt_inverse_twiddles_sse near byte 1856
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm7, xmm12
     pmulhw       xmm8, xmm12
     psubw        xmm0, xmm7
@@ -6744,11 +6544,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm3, xmm9
     psubw        xmm11, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm2, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm3, xmm2
@@ -6762,11 +6562,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm10, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm10
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm9, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm5
@@ -6782,11 +6582,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm5, xmm6
     psubw        xmm9, xmm15
     movdqa       xmm6, xmm5
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm15, xmm9
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm9, [rax - 112]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm6, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm6
@@ -6833,11 +6633,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6857,11 +6657,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6881,11 +6681,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6905,11 +6705,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6929,11 +6729,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6953,11 +6753,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -6977,11 +6777,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -7001,11 +6801,11 @@ kg_ctru3457_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm12
     pmulhw       xmm3, xmm12
     psubw        xmm0, xmm2
@@ -7669,12 +7469,12 @@ kg_ctru3457_reduce_special_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_ctru3457_freeze_sse: a[256] in place to canonical form in [0, 3457) (centred Barrett, then q added where negative)
+; kg_ctru3457_freeze_sse: a[256] in place to canonical form in [0, 3457) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
-;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-9}, flags
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_sse:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
 align 32
@@ -7684,16 +7484,12 @@ kg_ctru3457_freeze_sse:
     movdqu       xmm5, [rel pw_3457 + 16]            ; held in a register: read 32 times
     movdqu       xmm6, [rel pw_19412]                ; held in a register: read 16 times
     movdqu       xmm7, [rel pw_19412 + 16]           ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
-    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7701,13 +7497,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
@@ -7716,8 +7510,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7725,13 +7517,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
@@ -7740,8 +7530,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7749,13 +7537,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
@@ -7764,8 +7550,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7773,13 +7557,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
@@ -7788,8 +7570,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7797,13 +7577,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
@@ -7812,8 +7590,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7821,13 +7597,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
@@ -7836,8 +7610,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7845,13 +7617,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
@@ -7860,8 +7630,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7869,13 +7637,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
@@ -7884,8 +7650,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7893,13 +7657,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
@@ -7908,8 +7670,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7917,13 +7677,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
@@ -7932,8 +7690,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7941,13 +7697,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
@@ -7956,8 +7710,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7965,13 +7717,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
@@ -7980,8 +7730,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7989,13 +7737,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
@@ -8004,8 +7750,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -8013,13 +7757,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
@@ -8028,8 +7770,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -8037,13 +7777,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
@@ -8052,8 +7790,6 @@ kg_ctru3457_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -8061,13 +7797,11 @@ kg_ctru3457_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     ret

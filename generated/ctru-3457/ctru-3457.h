@@ -68,6 +68,69 @@ static const uint16_t kg_ctru3457_ntt_positions[64][4] = {
     {201, 233, 217, 249}, {203, 235, 219, 251}, {205, 237, 221, 253}, {207, 239, 223, 255},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_ctru3457_ntt_to_standard[256] = {
+    0, 32, 16, 48, 2, 34, 18, 50, 4, 36, 20, 52, 6, 38, 22, 54,
+    8, 40, 24, 56, 10, 42, 26, 58, 12, 44, 28, 60, 14, 46, 30, 62,
+    1, 33, 17, 49, 3, 35, 19, 51, 5, 37, 21, 53, 7, 39, 23, 55,
+    9, 41, 25, 57, 11, 43, 27, 59, 13, 45, 29, 61, 15, 47, 31, 63,
+    64, 96, 80, 112, 66, 98, 82, 114, 68, 100, 84, 116, 70, 102, 86, 118,
+    72, 104, 88, 120, 74, 106, 90, 122, 76, 108, 92, 124, 78, 110, 94, 126,
+    65, 97, 81, 113, 67, 99, 83, 115, 69, 101, 85, 117, 71, 103, 87, 119,
+    73, 105, 89, 121, 75, 107, 91, 123, 77, 109, 93, 125, 79, 111, 95, 127,
+    128, 160, 144, 176, 130, 162, 146, 178, 132, 164, 148, 180, 134, 166, 150, 182,
+    136, 168, 152, 184, 138, 170, 154, 186, 140, 172, 156, 188, 142, 174, 158, 190,
+    129, 161, 145, 177, 131, 163, 147, 179, 133, 165, 149, 181, 135, 167, 151, 183,
+    137, 169, 153, 185, 139, 171, 155, 187, 141, 173, 157, 189, 143, 175, 159, 191,
+    192, 224, 208, 240, 194, 226, 210, 242, 196, 228, 212, 244, 198, 230, 214, 246,
+    200, 232, 216, 248, 202, 234, 218, 250, 204, 236, 220, 252, 206, 238, 222, 254,
+    193, 225, 209, 241, 195, 227, 211, 243, 197, 229, 213, 245, 199, 231, 215, 247,
+    201, 233, 217, 249, 203, 235, 219, 251, 205, 237, 221, 253, 207, 239, 223, 255,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_ctru3457_ntt_from_standard[256] = {
+    0, 32, 4, 36, 8, 40, 12, 44, 16, 48, 20, 52, 24, 56, 28, 60,
+    2, 34, 6, 38, 10, 42, 14, 46, 18, 50, 22, 54, 26, 58, 30, 62,
+    1, 33, 5, 37, 9, 41, 13, 45, 17, 49, 21, 53, 25, 57, 29, 61,
+    3, 35, 7, 39, 11, 43, 15, 47, 19, 51, 23, 55, 27, 59, 31, 63,
+    64, 96, 68, 100, 72, 104, 76, 108, 80, 112, 84, 116, 88, 120, 92, 124,
+    66, 98, 70, 102, 74, 106, 78, 110, 82, 114, 86, 118, 90, 122, 94, 126,
+    65, 97, 69, 101, 73, 105, 77, 109, 81, 113, 85, 117, 89, 121, 93, 125,
+    67, 99, 71, 103, 75, 107, 79, 111, 83, 115, 87, 119, 91, 123, 95, 127,
+    128, 160, 132, 164, 136, 168, 140, 172, 144, 176, 148, 180, 152, 184, 156, 188,
+    130, 162, 134, 166, 138, 170, 142, 174, 146, 178, 150, 182, 154, 186, 158, 190,
+    129, 161, 133, 165, 137, 169, 141, 173, 145, 177, 149, 181, 153, 185, 157, 189,
+    131, 163, 135, 167, 139, 171, 143, 175, 147, 179, 151, 183, 155, 187, 159, 191,
+    192, 224, 196, 228, 200, 232, 204, 236, 208, 240, 212, 244, 216, 248, 220, 252,
+    194, 226, 198, 230, 202, 234, 206, 238, 210, 242, 214, 246, 218, 250, 222, 254,
+    193, 225, 197, 229, 201, 233, 205, 237, 209, 241, 213, 245, 217, 249, 221, 253,
+    195, 227, 199, 231, 203, 235, 207, 239, 211, 243, 215, 247, 219, 251, 223, 255,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_CTRU3457_NTT_FORWARD_A_LEN 256
+#define KG_CTRU3457_BASEMUL_R_LEN 256
+#define KG_CTRU3457_BASEMUL_A_LEN 256
+#define KG_CTRU3457_BASEMUL_B_LEN 256
+#define KG_CTRU3457_NTT_INVERSE_A_LEN 256
+#define KG_CTRU3457_REDUCE_BARRETT_A_LEN 256
+#define KG_CTRU3457_REDUCE_SPECIAL_A_LEN 256
+#define KG_CTRU3457_FREEZE_A_LEN 256
+#define KG_CTRU3457_MULMOD_SHOUP_R_LEN 256
+#define KG_CTRU3457_MULMOD_SHOUP_A_LEN 256
+#define KG_CTRU3457_MULMOD_SHOUP_W_LEN 256
+#define KG_CTRU3457_MULMOD_SHOUP_WP_LEN 256
+#define KG_CTRU3457_MULADD_SHOUP_R_LEN 256
+#define KG_CTRU3457_MULADD_SHOUP_A_LEN 256
+#define KG_CTRU3457_MULADD_SHOUP_W_LEN 256
+#define KG_CTRU3457_MULADD_SHOUP_WP_LEN 256
+#define KG_CTRU3457_MULADD_SHOUP_B_LEN 256
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -78,9 +141,9 @@ extern "C" {
  *   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_ntt_forward_avx2(int16_t a[256]);
+void kg_ctru3457_ntt_forward_avx2(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^4 - zeta_j), NTT domain
@@ -88,11 +151,11 @@ void kg_ctru3457_ntt_forward_avx2(int16_t a[256]);
  *   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_CTRU3457_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_CTRU3457_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_ctru3457_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -100,61 +163,61 @@ void kg_ctru3457_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_
  *   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_ntt_inverse_avx2(int16_t a[256]);
+void kg_ctru3457_ntt_inverse_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3457 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_reduce_barrett_avx2(int16_t a[256]);
+void kg_ctru3457_reduce_barrett_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3457 (shifts, masks and adds: x = h*2^12 + l, x = l - h + (h << 7) + (h << 9) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_reduce_special_avx2(int16_t a[256]);
+void kg_ctru3457_reduce_special_avx2(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3457) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3457) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_freeze_avx2(int16_t a[256]);
+void kg_ctru3457_freeze_avx2(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_mulmod_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_ctru3457_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_ctru3457_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_ctru3457_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (6 layers, blocks of degree 4)
@@ -162,9 +225,9 @@ void kg_ctru3457_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const
  *   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_ntt_forward_sse(int16_t a[256]);
+void kg_ctru3457_ntt_forward_sse(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^4 - zeta_j), NTT domain
@@ -172,11 +235,11 @@ void kg_ctru3457_ntt_forward_sse(int16_t a[256]);
  *   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_CTRU3457_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_CTRU3457_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_ctru3457_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -184,61 +247,61 @@ void kg_ctru3457_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t
  *   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_ntt_inverse_sse(int16_t a[256]);
+void kg_ctru3457_ntt_inverse_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3457 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_reduce_barrett_sse(int16_t a[256]);
+void kg_ctru3457_reduce_barrett_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3457 (shifts, masks and adds: x = h*2^12 + l, x = l - h + (h << 7) + (h << 9) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_CTRU3457_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_reduce_special_sse(int16_t a[256]);
+void kg_ctru3457_reduce_special_sse(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3457) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3457) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t (KG_CTRU3457_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_freeze_sse(int16_t a[256]);
+void kg_ctru3457_freeze_sse(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_mulmod_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_ctru3457_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_ctru3457_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_ctru3457_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* Dispatch: ctru-3457_dispatch.c (optional; compile and link it to use these).
@@ -251,14 +314,14 @@ void kg_ctru3457_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const 
  */
 const char *kg_ctru3457_isa(void);
 int kg_ctru3457_use_isa(const char *isa);
-void kg_ctru3457_ntt_forward(int16_t a[256]);
-void kg_ctru3457_basemul(int16_t r[256], const int16_t a[256], const int16_t b[256]);
-void kg_ctru3457_ntt_inverse(int16_t a[256]);
-void kg_ctru3457_reduce_barrett(int16_t a[256]);
-void kg_ctru3457_reduce_special(int16_t a[256]);
-void kg_ctru3457_freeze(int16_t a[256]);
-void kg_ctru3457_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
-void kg_ctru3457_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_ctru3457_ntt_forward(int16_t *a);
+void kg_ctru3457_basemul(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_ctru3457_ntt_inverse(int16_t *a);
+void kg_ctru3457_reduce_barrett(int16_t *a);
+void kg_ctru3457_reduce_special(int16_t *a);
+void kg_ctru3457_freeze(int16_t *a);
+void kg_ctru3457_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+void kg_ctru3457_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 #ifdef __cplusplus

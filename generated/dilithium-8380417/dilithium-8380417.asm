@@ -3135,20 +3135,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm7, ymm7
     vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm7, ymm6, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rel pd_16382]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm2, [rdi + 96]              ; layer 7
     vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, [rdi + 96]
     vmovshdup    ymm7, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 96
-    vpmuludq     ymm8, ymm2, [rax - 96]
+    vpmuludq     ymm8, ymm2, [rax]
     vmovshdup    ymm8, ymm8
-    vpmuludq     ymm7, ymm7, [rax - 64]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm8, ymm7, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax - 32]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vmovshdup    ymm7, ymm6
@@ -3156,20 +3154,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm8, ymm8
     vpmuludq     ymm7, ymm12, ymm7
     vpblendd     ymm7, ymm8, ymm7, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rel pd_16382]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, [rdi + 160]             ; layer 7
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, [rdi + 160]
     vmovshdup    ymm8, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 192
-    vpmuludq     ymm9, ymm3, [rax - 96]
+    vpmuludq     ymm9, ymm3, [rax + 96]
     vmovshdup    ymm9, ymm9
-    vpmuludq     ymm8, ymm8, [rax - 64]
+    vpmuludq     ymm8, ymm8, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 256]
     vpblendd     ymm8, ymm9, ymm8, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm3, ymm3, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vmovshdup    ymm8, ymm7
@@ -3177,8 +3173,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm9, ymm8, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm7, ymm7, [rax - 128]
+    vpmulld      ymm7, ymm7, [rel pd_16382]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vpaddd       ymm8, ymm4, [rdi + 224]             ; layer 7
@@ -3198,8 +3193,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm9, ymm9, ymm12
     vpblendd     ymm9, ymm10, ymm9, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm8, ymm8, [rel pd_16382]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
@@ -3222,45 +3216,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 384
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 96]
+    vpmuludq     ymm9, ymm9, [rax]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm5, ymm2                    ; layer 6
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    vpmuludq     ymm10, ymm2, [rax + 64]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpmuludq     ymm5, ymm5, [rax + 64]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax + 32]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm3, ymm6, ymm3
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 512
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax + 32]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm7, ymm4                    ; layer 6
     vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 96]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -3275,45 +3269,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 640
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax - 96]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
     vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    vpmuludq     ymm10, ymm2, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax - 32]
+    vpmuludq     ymm8, ymm8, [rax + 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
     vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 768
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax + 32]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm5, ymm4                    ; layer 5
     vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 96]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3328,98 +3322,93 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 896
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 96]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
     vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    vpmuludq     ymm10, ymm2, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 32]
+    vpmuludq     ymm6, ymm6, [rax + 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax + 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
     vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmuludq     ymm10, ymm3, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 32]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
     vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax + 96]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm9, ymm9, [rax - 128]
+    vpaddd       ymm9, ymm9, [rel pd_75423753]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmuludq     ymm10, ymm5, [rax - 96]
+    vpmuludq     ymm10, ymm5, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 96]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax - 96]
+    vpmuludq     ymm2, ymm2, [rax + 32]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm6, ymm6, [rax - 128]
+    vpaddd       ymm6, ymm6, [rel pd_75423753]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1216
-    vpmuludq     ymm10, ymm6, [rax - 96]
+    vpmuludq     ymm10, ymm6, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax - 96]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rax - 96]
+    vpmuludq     ymm10, ymm3, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpmuludq     ymm4, ymm4, [rax + 96]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm3, ymm3, [rax + 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
-    lea          rax, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
-    vpaddd       ymm8, ymm8, [rax - 128]
+    vpaddd       ymm8, ymm8, [rel pd_142467089]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1280
@@ -3491,20 +3480,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm7, ymm7
     vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm7, ymm6, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rel pd_16382]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm2, [rdi + 352]             ; layer 7
     vpaddd       ymm2, ymm11, ymm2
     vpsubd       ymm2, ymm2, [rdi + 352]
     vmovshdup    ymm7, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1440
-    vpmuludq     ymm8, ymm2, [rax - 96]
+    vpmuludq     ymm8, ymm2, [rax + 64]
     vmovshdup    ymm8, ymm8
-    vpmuludq     ymm7, ymm7, [rax - 64]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm8, ymm7, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax + 32]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm2, ymm2, ymm7
     vmovshdup    ymm7, ymm6
@@ -3512,8 +3499,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm8, ymm8
     vpmuludq     ymm7, ymm12, ymm7
     vpblendd     ymm7, ymm8, ymm7, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rel pd_16382]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, [rdi + 416]             ; layer 7
@@ -3533,20 +3519,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm9, ymm8, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm7, ymm7, [rax - 128]
+    vpmulld      ymm7, ymm7, [rel pd_16382]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vpaddd       ymm8, ymm4, [rdi + 480]             ; layer 7
     vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, [rdi + 480]
     vmovshdup    ymm9, ymm4
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1632
-    vpmuludq     ymm10, ymm4, [rax - 96]
+    vpmuludq     ymm10, ymm4, [rax]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 64]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rax - 128]
+    vpmulld      ymm4, ymm4, [rax - 32]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vmovshdup    ymm9, ymm8
@@ -3554,8 +3538,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm9, ymm9, ymm12
     vpblendd     ymm9, ymm10, ymm9, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm8, ymm8, [rel pd_16382]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
@@ -3578,45 +3561,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1728
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 96]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm5, ymm2                    ; layer 6
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm3, ymm6, ymm3
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax + 32]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm7, ymm4                    ; layer 6
     vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 96]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -3631,45 +3614,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 1984
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax - 96]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
     vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax - 32]
+    vpmuludq     ymm8, ymm8, [rax - 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
     vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax + 32]
+    vpmuludq     ymm9, ymm9, [rax - 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm5, ymm4                    ; layer 5
     vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 96]
+    vpmuludq     ymm5, ymm5, [rax + 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -3684,74 +3667,71 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 96]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
     vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmuludq     ymm10, ymm2, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 32]
+    vpmuludq     ymm6, ymm6, [rax - 96]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
     vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rax + 32]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 32]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
     vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 96]
+    vpmuludq     ymm10, ymm4, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax + 96]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rax + 64]
+    vpmulld      ymm4, ymm4, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm9, ymm9, [rax - 128]
+    vpaddd       ymm9, ymm9, [rel pd_75423753]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2624] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2496
-    vpmuludq     ymm10, ymm5, [rax - 96]
+    vpmuludq     ymm10, ymm5, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 96]
+    vpmuludq     ymm9, ymm9, [rax + 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm5, ymm5, ymm9
     vpaddd       ymm9, ymm1, ymm2                    ; layer 3
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm2
     vmovshdup    ymm2, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm2, ymm2, [rax - 96]
+    vpmuludq     ymm2, ymm2, [rax + 96]
     vpblendd     ymm2, ymm10, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm6, ymm6, [rax - 128]
+    vpaddd       ymm6, ymm6, [rel pd_75423753]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2560
@@ -3774,49 +3754,47 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
-    lea          rax, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
-    vpaddd       ymm8, ymm8, [rax - 128]
+    vpaddd       ymm8, ymm8, [rel pd_142467089]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2624
-    vpmuludq     ymm10, ymm2, [rax - 96]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax - 96]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
     vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rax - 96]
+    vpmuludq     ymm10, ymm7, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 96]
+    vpmuludq     ymm9, ymm9, [rax - 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rax - 128]
+    vpmulld      ymm7, ymm7, [rax - 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rax - 96]
+    vpmuludq     ymm10, ymm5, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 96]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 96]
+    vpmuludq     ymm10, ymm1, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 96]
+    vpmuludq     ymm3, ymm3, [rax - 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rax - 128]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 256], ymm4
@@ -3835,11 +3813,11 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, [rdi + 544]
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm7, ymm1, [rax - 32]
+    vpmuludq     ymm7, ymm1, [rax + 32]
     vmovshdup    ymm7, ymm7
-    vpmuludq     ymm6, ymm6, [rax]
+    vpmuludq     ymm6, ymm6, [rax + 64]
     vpblendd     ymm6, ymm7, ymm6, 170
-    vpmulld      ymm1, ymm1, [rax - 64]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
@@ -3847,8 +3825,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm7, ymm7
     vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm7, ymm6, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rel pd_16382]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm2, [rdi + 608]             ; layer 7
@@ -3868,20 +3845,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm8, ymm8
     vpmuludq     ymm7, ymm12, ymm7
     vpblendd     ymm7, ymm8, ymm7, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rel pd_16382]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, [rdi + 672]             ; layer 7
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, [rdi + 672]
     vmovshdup    ymm8, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2880
-    vpmuludq     ymm9, ymm3, [rax - 96]
+    vpmuludq     ymm9, ymm3, [rax]
     vmovshdup    ymm9, ymm9
-    vpmuludq     ymm8, ymm8, [rax - 64]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm9, ymm8, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm3, ymm3, [rax - 32]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vmovshdup    ymm8, ymm7
@@ -3889,20 +3864,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm9, ymm9
     vpmuludq     ymm8, ymm8, ymm12
     vpblendd     ymm8, ymm9, ymm8, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm7, ymm7, [rax - 128]
+    vpmulld      ymm7, ymm7, [rel pd_16382]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm7, ymm7, ymm8
     vpaddd       ymm8, ymm4, [rdi + 736]             ; layer 7
     vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, [rdi + 736]
     vmovshdup    ymm9, ymm4
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3104] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 2976
-    vpmuludq     ymm10, ymm4, [rax - 96]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 64]
+    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3040]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rax - 128]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vmovshdup    ymm9, ymm8
@@ -3910,8 +3883,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm10, ymm10
     vpmuludq     ymm9, ymm9, ymm12
     vpblendd     ymm9, ymm10, ymm9, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm8, ymm8, [rax - 128]
+    vpmulld      ymm8, ymm8, [rel pd_16382]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm8, ymm8, ymm9
     vpsllq       ymm9, ymm1, 32
@@ -4082,8 +4054,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm9, ymm9, [rax - 128]
+    vpaddd       ymm9, ymm9, [rel pd_75423753]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3840
@@ -4106,71 +4077,69 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm2, ymm6, ymm7                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm6, ymm6, [rax - 128]
+    vpaddd       ymm6, ymm6, [rel pd_75423753]
     vpsubd       ymm6, ymm6, ymm7
     vmovshdup    ymm7, ymm6
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 3904
-    vpmuludq     ymm10, ymm6, [rax - 96]
+    vpmuludq     ymm10, ymm6, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax - 96]
+    vpmuludq     ymm7, ymm7, [rax - 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rax - 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, ymm4                    ; layer 3
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
-    vpmuludq     ymm10, ymm3, [rax - 96]
+    vpmuludq     ymm10, ymm3, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm4, ymm4, [rax - 96]
+    vpmuludq     ymm4, ymm4, [rax - 32]
     vpblendd     ymm4, ymm10, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm8, ymm2                    ; layer 2
     vpaddd       ymm8, ymm8, [rel pd_142467089]
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    vpmuludq     ymm10, ymm2, [rax - 32]
+    vpmuludq     ymm10, ymm2, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax - 32]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm7                    ; layer 2
     vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm7, ymm9, ymm7
     vmovshdup    ymm9, ymm7
-    vpmuludq     ymm10, ymm7, [rax - 32]
+    vpmuludq     ymm10, ymm7, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 32]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm7, ymm7, [rax - 64]
+    vpmulld      ymm7, ymm7, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm7, ymm7, ymm9
     vpaddd       ymm9, ymm5, ymm6                    ; layer 2
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
-    vpmuludq     ymm10, ymm5, [rax - 32]
+    vpmuludq     ymm10, ymm5, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 32]
+    vpmuludq     ymm6, ymm6, [rax + 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm5, ymm5, [rax - 64]
+    vpmulld      ymm5, ymm5, [rax]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm1, ymm3                    ; layer 2
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, ymm3
     vmovshdup    ymm3, ymm1
-    vpmuludq     ymm10, ymm1, [rax - 32]
+    vpmuludq     ymm10, ymm1, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm3, ymm3, [rax - 32]
+    vpmuludq     ymm3, ymm3, [rax + 32]
     vpblendd     ymm3, ymm10, ymm3, 170
-    vpmulld      ymm1, ymm1, [rax - 64]
+    vpmulld      ymm1, ymm1, [rax]
     vpmulld      ymm3, ymm3, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 512], ymm4
@@ -4189,11 +4158,11 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm1, ymm11, ymm1
     vpsubd       ymm1, ymm1, [rdi + 800]
     vmovshdup    ymm6, ymm1
-    vpmuludq     ymm7, ymm1, [rax + 32]
+    vpmuludq     ymm7, ymm1, [rax + 96]
     vmovshdup    ymm7, ymm7
-    vpmuludq     ymm6, ymm6, [rax + 64]
+    vpmuludq     ymm6, ymm6, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4096]
     vpblendd     ymm6, ymm7, ymm6, 170
-    vpmulld      ymm1, ymm1, [rax]
+    vpmulld      ymm1, ymm1, [rax + 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm1, ymm1, ymm6
     vmovshdup    ymm6, ymm5
@@ -4201,8 +4170,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm7, ymm7
     vpmuludq     ymm6, ymm12, ymm6
     vpblendd     ymm6, ymm7, ymm6, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm5, ymm5, [rax - 128]
+    vpmulld      ymm5, ymm5, [rel pd_16382]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm5, ymm5, ymm6
     vpaddd       ymm6, ymm2, [rdi + 864]             ; layer 7
@@ -4222,20 +4190,18 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm8, ymm8
     vpmuludq     ymm7, ymm12, ymm7
     vpblendd     ymm7, ymm8, ymm7, 170
-    lea          rax, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    vpmulld      ymm6, ymm6, [rax - 128]
+    vpmulld      ymm6, ymm6, [rel pd_16382]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm6, ymm6, ymm7
     vpaddd       ymm7, ymm3, [rdi + 928]             ; layer 7
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, [rdi + 928]
     vmovshdup    ymm8, ymm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4352] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4224
-    vpmuludq     ymm9, ymm3, [rax - 96]
+    vpmuludq     ymm9, ymm3, [rax]
     vmovshdup    ymm9, ymm9
-    vpmuludq     ymm8, ymm8, [rax - 64]
+    vpmuludq     ymm8, ymm8, [rax + 32]
     vpblendd     ymm8, ymm9, ymm8, 170
-    vpmulld      ymm3, ymm3, [rax - 128]
+    vpmulld      ymm3, ymm3, [rax - 32]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm3, ymm3, ymm8
     vmovshdup    ymm8, ymm7
@@ -4250,11 +4216,11 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm4, ymm11, ymm4
     vpsubd       ymm4, ymm4, [rdi + 992]
     vmovshdup    ymm9, ymm4
-    vpmuludq     ymm10, ymm4, [rax]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax + 32]
+    vpmuludq     ymm9, ymm9, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4384]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm4, ymm4, [rax - 32]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm4, ymm4, ymm9
     vmovshdup    ymm9, ymm8
@@ -4285,45 +4251,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm9, ymm9, ymm11
     vpsubd       ymm1, ymm9, ymm1
     vmovshdup    ymm9, ymm1
-    vpmuludq     ymm10, ymm1, [rax + 96]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4544] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4416
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax + 96]
+    vpmuludq     ymm9, ymm9, [rax - 96]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm1, ymm1, [rax + 64]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
     vpaddd       ymm9, ymm5, ymm2                    ; layer 6
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm2, ymm5, ymm2
     vmovshdup    ymm5, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4608] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4480
-    vpmuludq     ymm10, ymm2, [rax - 96]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax - 96]
+    vpmuludq     ymm5, ymm5, [rax - 32]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm6, ymm3                    ; layer 6
     vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm3, ymm6, ymm3
     vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rax - 32]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 32]
+    vpmuludq     ymm6, ymm6, [rax + 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
     vpaddd       ymm6, ymm7, ymm4                    ; layer 6
     vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 32]
+    vpmuludq     ymm7, ymm7, [rax + 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
     vpunpcklqdq  ymm7, ymm8, ymm1
@@ -4338,45 +4304,45 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm7, ymm14, ymm7
     vpsubd       ymm1, ymm7, ymm1
     vmovshdup    ymm7, ymm1
-    vpmuludq     ymm10, ymm1, [rax + 96]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4800] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4672
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax + 96]
+    vpmuludq     ymm7, ymm7, [rax - 96]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm1, ymm1, [rax + 64]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpaddd       ymm7, ymm8, ymm2                    ; layer 5
     vpaddd       ymm8, ymm8, ymm14
     vpsubd       ymm2, ymm8, ymm2
     vmovshdup    ymm8, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 4864] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4736
-    vpmuludq     ymm10, ymm2, [rax - 96]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax - 96]
+    vpmuludq     ymm8, ymm8, [rax - 32]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm2, ymm2, ymm8
     vpaddd       ymm8, ymm9, ymm3                    ; layer 5
     vpaddd       ymm9, ymm9, ymm14
     vpsubd       ymm3, ymm9, ymm3
     vmovshdup    ymm9, ymm3
-    vpmuludq     ymm10, ymm3, [rax - 32]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm9, ymm9, [rax - 32]
+    vpmuludq     ymm9, ymm9, [rax + 32]
     vpblendd     ymm9, ymm10, ymm9, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpaddd       ymm9, ymm5, ymm4                    ; layer 5
     vpaddd       ymm5, ymm14, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 32]
+    vpmuludq     ymm5, ymm5, [rax + 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm4, ymm4, ymm5
     vperm2i128   ymm5, ymm6, ymm1, 32
@@ -4391,50 +4357,49 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm5, ymm15, ymm5
     vpsubd       ymm1, ymm5, ymm1
     vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rax + 96]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5056] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4928
+    vpmuludq     ymm10, ymm1, [rax - 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rax + 96]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rax + 64]
+    vpmulld      ymm1, ymm1, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm1, ymm1, ymm5
     vpaddd       ymm5, ymm6, ymm2                    ; layer 4
     vpaddd       ymm6, ymm15, ymm6
     vpsubd       ymm2, ymm6, ymm2
     vmovshdup    ymm6, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5120] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 4992
-    vpmuludq     ymm10, ymm2, [rax - 96]
+    vpmuludq     ymm10, ymm2, [rax - 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rax - 96]
+    vpmuludq     ymm6, ymm6, [rax - 32]
     vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm2, ymm2, [rax - 128]
+    vpmulld      ymm2, ymm2, [rax - 64]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm2, ymm2, ymm6
     vpaddd       ymm6, ymm7, ymm3                    ; layer 4
     vpaddd       ymm7, ymm15, ymm7
     vpsubd       ymm3, ymm7, ymm3
     vmovshdup    ymm7, ymm3
-    vpmuludq     ymm10, ymm3, [rax - 32]
+    vpmuludq     ymm10, ymm3, [rax + 32]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rax - 32]
+    vpmuludq     ymm7, ymm7, [rax + 32]
     vpblendd     ymm7, ymm10, ymm7, 170
-    vpmulld      ymm3, ymm3, [rax - 64]
+    vpmulld      ymm3, ymm3, [rax]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm3, ymm3, ymm7
     vpaddd       ymm7, ymm8, ymm4                    ; layer 4
     vpaddd       ymm8, ymm8, ymm15
     vpsubd       ymm4, ymm8, ymm4
     vmovshdup    ymm8, ymm4
-    vpmuludq     ymm10, ymm4, [rax + 32]
+    vpmuludq     ymm10, ymm4, [rax + 96]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rax + 32]
+    vpmuludq     ymm8, ymm8, [rax + 96]
     vpblendd     ymm8, ymm10, ymm8, 170
-    vpmulld      ymm4, ymm4, [rax]
+    vpmulld      ymm4, ymm4, [rax + 64]
     vpmulld      ymm8, ymm8, ymm0
     vpsubd       ymm4, ymm4, ymm8
     vpaddd       ymm8, ymm9, ymm5                    ; layer 3
-    lea          rax, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    vpaddd       ymm9, ymm9, [rax - 128]
+    vpaddd       ymm9, ymm9, [rel pd_75423753]
     vpsubd       ymm5, ymm9, ymm5
     vmovshdup    ymm9, ymm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5312] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5184
@@ -4547,12 +4512,12 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm2, ymm2, [rel pd_276553761]
     vpsubd       ymm2, ymm2, [rdi + 768]
     vmovshdup    ymm5, ymm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5376
-    vpmuludq     ymm6, ymm2, [rax - 32]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5440
+    vpmuludq     ymm6, ymm2, [rax - 96]
     vmovshdup    ymm6, ymm6
-    vpmuludq     ymm5, ymm5, [rax - 32]
+    vpmuludq     ymm5, ymm5, [rax - 96]
     vpblendd     ymm5, ymm6, ymm5, 170
-    vpmulld      ymm2, ymm2, [rax - 64]
+    vpmulld      ymm2, ymm2, [rax - 128]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
     vpaddd       ymm5, ymm3, ymm4                    ; layer 0
@@ -4563,7 +4528,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm6, ymm6
     vpmuludq     ymm4, ymm13, ymm4
     vpblendd     ymm4, ymm6, ymm4, 170
-    vpmulld      ymm3, ymm3, [rax]
+    vpmulld      ymm3, ymm3, [rax - 64]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
     vpaddd       ymm4, ymm1, ymm2                    ; layer 0
@@ -4574,7 +4539,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vmovshdup    ymm6, ymm6
     vpmuludq     ymm2, ymm13, ymm2
     vpblendd     ymm2, ymm6, ymm2, 170
-    vpmulld      ymm1, ymm1, [rax]
+    vpmulld      ymm1, ymm1, [rax - 64]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm5
@@ -4587,6 +4552,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
     vpaddd       ymm1, ymm15, ymm1
     vpsubd       ymm1, ymm1, [rdi + 288]
     vmovshdup    ymm4, ymm1
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx2 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx2 near byte 5376
     vpmuludq     ymm5, ymm1, [rax - 96]
     vmovshdup    ymm5, ymm5
     vpmuludq     ymm4, ymm4, [rax - 96]
@@ -6719,7 +6685,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 8 x 128 instructions (repeated groups rolled: 4073 instructions run, 3435 written)
+;   loops: 8 x 122 instructions (repeated groups rolled: 4073 instructions run, 3265 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -6767,15 +6733,13 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm7
     movshdup     xmm6, xmm8
     movdqa       xmm11, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 128] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm8
     pmuludq      xmm12, [rcx - 80]
@@ -6795,26 +6759,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm6, xmm4
     paddd        xmm6, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm3, xmm7
     psubd        xmm4, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 192] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 64
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm5, xmm11
@@ -6823,26 +6785,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm7, xmm5
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm9, xmm5
     psubd        xmm10, xmm6
     movshdup     xmm5, xmm3
     movshdup     xmm6, xmm4
     movdqa       xmm11, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 256] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 128
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx + 32]
     movdqa       xmm12, xmm4
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm6, [rcx + 48]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rcx]
+    pmulld       xmm4, [rcx + 16]
     pmulld       xmm11, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm3, xmm11
@@ -6911,15 +6871,13 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
     pmuludq      xmm15, [rcx - 80]
@@ -6939,15 +6897,13 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -6968,9 +6924,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -6978,7 +6933,6 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 320] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 192
     pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, [rsp + 64]                    ; reload
@@ -7003,28 +6957,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 256
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rcx - 80]
+    pmuludq      xmm2, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -7033,26 +6985,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 256
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm12, [rcx - 16]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm14, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -7061,26 +7011,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 320
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm4, [rcx + 32]
+    pmuludq      xmm13, [rcx + 48]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm11, [rcx + 16]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -7090,9 +7038,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 32]
@@ -7100,21 +7047,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 320
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 32]
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, [rcx]
+    pmulld       xmm1, [rcx + 16]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -7125,28 +7071,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 512] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 384
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm1, [rcx + 96]
+    pmuludq      xmm15, [rcx + 112]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -7155,9 +7099,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
@@ -7183,26 +7126,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 512
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm8, [rcx - 32]
+    pmuludq      xmm9, [rcx - 16]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, [rcx - 64]
+    pmulld       xmm14, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -7212,9 +7153,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 160]
@@ -7222,21 +7162,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 160]                  ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 704] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 576
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 32]
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 48]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm14, [rcx + 48]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm15, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -7247,28 +7186,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 768] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 640
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 112]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm8, [rcx + 96]
+    pmuludq      xmm15, [rcx + 112]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm5, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -7277,9 +7214,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
@@ -7305,28 +7241,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm10, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp + 32]
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 768
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm9, [rcx - 16]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm13, [rcx - 64]
+    pmulld       xmm15, [rcx - 48]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -7337,28 +7271,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 960] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 832
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 48]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm15, [rcx + 48]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm14, [rcx]
+    pmulld       xmm11, [rcx + 16]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -7369,9 +7301,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -7406,13 +7337,13 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1024] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 896
-    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm6, [rcx + 96]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1024] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 896
     pmuludq      xmm9, [rcx - 64]
     pmuludq      xmm13, [rcx - 48]
     pblendw      xmm6, xmm9, 204
@@ -7427,26 +7358,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 992
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 64]
-    pmuludq      xmm8, [rcx - 48]
+    pmuludq      xmm4, [rcx + 32]
+    pmuludq      xmm8, [rcx + 48]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
+    pmulld       xmm3, [rcx - 32]
+    pmulld       xmm5, [rcx - 16]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -7456,21 +7385,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 192]                   ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm8, [rel pd_16760834 + 16]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1216] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1088
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1216] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1088
     pmuludq      xmm3, [rcx - 64]
     pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm3, 204
@@ -7486,29 +7414,27 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 64]
     movdqa       xmm15, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1312] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1184
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rcx - 64]
-    pmuludq      xmm10, [rcx - 48]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm12, [rcx - 32]
+    pmulld       xmm2, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -7519,9 +7445,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp]                        ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm7, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -7556,13 +7481,13 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1280
-    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm3, [rcx + 96]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1280
     pmuludq      xmm7, [rcx - 64]
     pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
@@ -7577,26 +7502,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1504] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1376
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rcx - 64]
-    pmuludq      xmm9, [rcx - 48]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, [rcx - 32]
+    pmulld       xmm13, [rcx - 16]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -7606,21 +7529,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1600] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1472
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1600] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1472
     pmuludq      xmm4, [rcx - 64]
     pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
@@ -7636,29 +7558,27 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 96]
     movdqa       xmm15, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1696] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1568
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm4, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rcx - 64]
-    pmuludq      xmm5, [rcx - 48]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm5, [rcx + 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm8, [rcx - 32]
+    pmulld       xmm14, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -7669,9 +7589,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm5, [rel pd_16760834 + 16]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi], xmm3
@@ -7716,19 +7635,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx + 96]
+    pmuludq      xmm8, [rcx + 112]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm10, [rcx + 80]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -7737,26 +7655,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm8, [rcx + 96]
+    pmuludq      xmm9, [rcx + 112]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm11, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -7765,26 +7681,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm10, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm14, [rcx + 80]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -7794,9 +7708,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 32]
@@ -7804,21 +7717,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1792] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1664
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 96]
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rcx - 80]
+    pmuludq      xmm2, [rcx + 112]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm13, [rcx + 96]
+    pmuludq      xmm14, [rcx + 112]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -7829,9 +7741,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
@@ -7859,15 +7770,13 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1856] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1728
     pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -7887,26 +7796,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1792
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm4, [rcx - 32]
+    pmuludq      xmm13, [rcx - 16]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm11, [rcx - 48]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -7916,9 +7823,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 64]
@@ -7926,21 +7832,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1792
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, [rsp + 192]                   ; reload
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -7951,28 +7856,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 1984] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1856
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 32]
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm15, [rcx + 48]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -7981,26 +7884,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2048] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 1920
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm10, [rcx + 96]
+    pmuludq      xmm12, [rcx + 112]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm8, [rcx + 64]
+    pmulld       xmm9, [rcx + 80]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -8009,9 +7910,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
@@ -8038,9 +7938,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 96]
@@ -8048,21 +7947,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2048
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm11, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm15, [rcx - 64]
+    pmulld       xmm8, [rcx - 48]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -8073,28 +7971,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2240] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2112
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 32]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 48]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm15, [rcx + 48]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -8103,26 +7999,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2304] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2176
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm3, [rcx + 96]
+    pmuludq      xmm5, [rcx + 112]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rcx - 128]
-    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm12, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -8131,9 +8025,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm10, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
@@ -8163,28 +8056,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2304
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx - 32]
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm13, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm14, [rcx - 64]
+    pmulld       xmm11, [rcx - 48]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -8195,9 +8086,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -8232,19 +8122,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 192], xmm6                   ; spill
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2496] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2368
-    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm6, [rcx + 32]
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rcx - 64]
-    pmuludq      xmm13, [rcx - 48]
+    pmuludq      xmm9, [rcx + 64]
+    pmuludq      xmm13, [rcx + 80]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -8253,9 +8142,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
@@ -8282,27 +8170,25 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 160]                   ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm8, [rel pd_16760834 + 16]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2560
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm5, [rcx - 48]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm5, [rcx + 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm7, [rcx - 32]
+    pmulld       xmm10, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -8312,23 +8198,22 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp]
     movdqa       xmm15, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2656
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp]                         ; reload
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2656
     pmuludq      xmm7, [rcx - 64]
     pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
@@ -8345,9 +8230,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm7, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -8382,19 +8266,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2880] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2752
-    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm3, [rcx]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 64]
-    pmuludq      xmm10, [rcx - 48]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm6, [rcx - 32]
+    pmulld       xmm9, [rcx - 16]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -8403,20 +8286,19 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2848
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 2976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2848
     pmuludq      xmm6, [rcx - 64]
     pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
@@ -8432,27 +8314,25 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 192]                   ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3072] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 2944
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rcx - 64]
-    pmuludq      xmm13, [rcx - 48]
+    pmuludq      xmm4, [rcx + 32]
+    pmuludq      xmm13, [rcx + 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm5, [rcx - 32]
+    pmulld       xmm1, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -8462,23 +8342,22 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 32]
     movdqa       xmm15, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3040
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm4, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3168] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3040
     pmuludq      xmm1, [rcx - 64]
     pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
@@ -8495,9 +8374,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp + 64]                    ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm5, [rel pd_16760834 + 16]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi + 256], xmm3
@@ -8542,19 +8420,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx]
+    pmuludq      xmm8, [rcx + 16]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx - 32]
+    pmulld       xmm10, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -8563,26 +8440,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm8, [rcx]
+    pmuludq      xmm9, [rcx + 16]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm11, [rcx - 32]
+    pmulld       xmm12, [rcx - 16]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -8591,26 +8466,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm10, [rcx]
+    pmuludq      xmm11, [rcx + 16]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm13, [rcx - 32]
+    pmulld       xmm14, [rcx - 16]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -8620,9 +8493,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 64]
@@ -8630,21 +8502,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3136
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx]
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, [rsp + 192]                   ; reload
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rcx - 80]
+    pmuludq      xmm2, [rcx + 16]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm13, [rcx]
+    pmuludq      xmm14, [rcx + 16]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, [rcx - 32]
+    pmulld       xmm3, [rcx - 16]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -8655,28 +8526,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3200
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 64]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm12
-    pmuludq      xmm2, [rcx - 80]
+    pmuludq      xmm2, [rcx + 80]
     movshdup     xmm13, xmm13
     movshdup     xmm2, xmm2
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm3, [rcx + 64]
+    pmuludq      xmm15, [rcx + 80]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm2, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx + 32]
+    pmulld       xmm12, [rcx + 48]
     pmulld       xmm13, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm10, xmm13
@@ -8685,26 +8554,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3200
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 64]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm10, [rcx + 64]
+    pmuludq      xmm12, [rcx + 80]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm4, [rcx + 32]
+    pmulld       xmm14, [rcx + 48]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm13
@@ -8713,9 +8580,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
@@ -8742,9 +8608,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp]
@@ -8752,7 +8617,6 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3392] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3264
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 192], xmm1                   ; spill
     movdqa       xmm1, [rsp + 160]                   ; reload
@@ -8777,28 +8641,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3456] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3328
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm1, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -8807,26 +8669,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3520] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3392
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 32]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm10, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm8, [rcx]
+    pmulld       xmm9, [rcx + 16]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -8835,26 +8695,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm14
     movdqa       xmm13, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3584] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3456
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm8, [rcx + 96]
+    pmuludq      xmm9, [rcx + 112]
     pblendw      xmm13, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, [rcx + 64]
+    pmulld       xmm14, [rcx + 80]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm13
@@ -8864,9 +8722,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 32]
@@ -8899,28 +8756,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3712] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3584
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm8, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm3, [rcx - 48]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -8929,26 +8784,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3776] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3648
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 32]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm5, [rcx + 48]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rcx - 128]
-    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm12, [rcx]
+    pmulld       xmm7, [rcx + 16]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -8957,28 +8810,26 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm10, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
     movshdup     xmm9, [rsp]
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3840] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3712
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm15
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm7, [rcx + 96]
+    pmuludq      xmm9, [rcx + 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm6, xmm9, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm15, [rcx + 80]
     pmulld       xmm12, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm13, xmm12
@@ -8989,9 +8840,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 64]                    ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
@@ -9021,9 +8871,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -9058,19 +8907,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 160], xmm6                   ; spill
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 3968] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3840
-    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm6, [rcx - 32]
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rcx - 64]
-    pmuludq      xmm13, [rcx - 48]
+    pmuludq      xmm9, [rcx]
+    pmuludq      xmm13, [rcx + 16]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm8, [rcx - 48]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -9079,26 +8927,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
     movshdup     xmm8, xmm5
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4064] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 3936
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 64]
     movdqa       xmm15, xmm5
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 80]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 64]
-    pmuludq      xmm8, [rcx - 48]
+    pmuludq      xmm4, [rcx + 96]
+    pmuludq      xmm8, [rcx + 112]
     pblendw      xmm13, xmm4, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
+    pmulld       xmm3, [rcx + 32]
+    pmulld       xmm5, [rcx + 48]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
@@ -9108,9 +8954,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm8, [rel pd_16760834 + 16]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
@@ -9138,29 +8983,27 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 192]
     movdqa       xmm15, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4256] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4128
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 192]                   ; reload
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm7, [rcx - 64]
-    pmuludq      xmm10, [rcx - 48]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm12, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm12, [rcx - 32]
+    pmulld       xmm2, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm12, xmm15
@@ -9171,9 +9014,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm7, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -9208,13 +9050,13 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4352] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4224
-    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm3, [rcx + 96]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4352] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4224
     pmuludq      xmm7, [rcx - 64]
     pmuludq      xmm10, [rcx - 48]
     pblendw      xmm3, xmm7, 204
@@ -9229,26 +9071,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4448] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4320
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm6, [rcx - 64]
-    pmuludq      xmm9, [rcx - 48]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm10, xmm6, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, [rcx - 32]
+    pmulld       xmm13, [rcx - 16]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm10
@@ -9258,21 +9098,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 160]                   ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4544] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4416
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4544] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4416
     pmuludq      xmm4, [rcx - 64]
     pmuludq      xmm13, [rcx - 48]
     pblendw      xmm15, xmm4, 204
@@ -9288,29 +9127,27 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp + 64]
     movdqa       xmm15, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4512
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm4, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rcx - 64]
-    pmuludq      xmm5, [rcx - 48]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm5, [rcx + 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm4, xmm5, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm8, [rcx - 32]
+    pmulld       xmm14, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm4, xmm0
     psubd        xmm8, xmm15
@@ -9321,9 +9158,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm5, [rsp]                         ; reload
     movdqa       xmm15, xmm5
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm5, [rel pd_16760834 + 16]
     psubd        xmm1, xmm8
     psubd        xmm5, xmm14
     movdqu       [rdi + 512], xmm3
@@ -9368,19 +9204,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm8, xmm10
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm10
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm6, xmm6
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx + 96]
+    pmuludq      xmm8, [rcx + 112]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm6, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm10, [rcx + 80]
     pmulld       xmm15, xmm0
     pmulld       xmm6, xmm0
     psubd        xmm9, xmm15
@@ -9389,26 +9224,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 96]
     movdqa       xmm15, xmm12
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm8, [rcx + 96]
+    pmuludq      xmm9, [rcx + 112]
     pblendw      xmm10, xmm8, 204
     pblendw      xmm15, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm11, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm10, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm11, xmm10
@@ -9417,26 +9250,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm14
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm10, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm10, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm14, [rcx + 80]
     pmulld       xmm12, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm13, xmm12
@@ -9446,9 +9277,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp]
@@ -9456,21 +9286,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4608
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, [rsp + 160]                   ; reload
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm3
-    pmuludq      xmm2, [rcx - 80]
+    pmuludq      xmm2, [rcx + 112]
     movshdup     xmm4, xmm4
     movshdup     xmm2, xmm2
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm13, [rcx + 96]
+    pmuludq      xmm14, [rcx + 112]
     pblendw      xmm4, xmm13, 204
     pblendw      xmm2, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm4, xmm0
     pmulld       xmm2, xmm0
     psubd        xmm15, xmm4
@@ -9481,9 +9310,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm2, xmm15
     psubd        xmm13, xmm3
     movshdup     xmm3, xmm10
@@ -9511,15 +9339,13 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm2, xmm10
     movdqa       xmm3, xmm7
     paddd        xmm3, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm10
     psubd        xmm7, xmm12
     movshdup     xmm10, xmm4
     movshdup     xmm12, xmm14
     movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4800] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4672
     pmuludq      xmm13, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -9539,26 +9365,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm4
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm8, xmm4
     psubd        xmm9, xmm14
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm11
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4736
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm11
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm4, [rcx - 32]
+    pmuludq      xmm13, [rcx - 16]
     pblendw      xmm14, xmm4, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm11, [rcx - 48]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
@@ -9568,9 +9392,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm13, xmm11
     movshdup     xmm5, [rsp + 192]
@@ -9578,21 +9401,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 192]                  ; reload
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4736
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm14, xmm11, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm15, xmm13
@@ -9603,28 +9425,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddd        xmm14, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm5, xmm15
     psubd        xmm13, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm12
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4928] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4800
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 32]
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm12
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm15, [rcx + 48]
     pblendw      xmm13, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm10, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm13, xmm0
     pmulld       xmm5, xmm0
     psubd        xmm10, xmm13
@@ -9633,26 +9453,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm1, xmm10
     movdqa       xmm5, xmm3
     paddd        xmm5, xmm12
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm2, xmm10
     psubd        xmm3, xmm12
     movshdup     xmm10, xmm8
     movshdup     xmm12, xmm9
     movdqa       xmm13, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 4992] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4864
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm10, [rcx + 96]
+    pmuludq      xmm12, [rcx + 112]
     pblendw      xmm13, xmm10, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm8, [rcx + 64]
+    pmulld       xmm9, [rcx + 80]
     pmulld       xmm13, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm8, xmm13
@@ -9661,9 +9479,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm10, xmm8
     movdqa       xmm12, xmm7
     paddd        xmm12, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm6, xmm8
     psubd        xmm7, xmm9
     movshdup     xmm8, xmm11
@@ -9690,9 +9507,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm13, xmm9
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm4, xmm11
     psubd        xmm9, xmm14
     movshdup     xmm11, [rsp + 64]
@@ -9700,21 +9516,20 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5120] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 4992
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, [rsp + 128]                   ; reload
     movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm8
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm11, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm11, 204
     pblendw      xmm9, xmm14, 204
-    pmulld       xmm15, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm15, [rcx - 64]
+    pmulld       xmm8, [rcx - 48]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm15, xmm4
@@ -9725,28 +9540,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm11
     paddd        xmm14, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm11, [rel pd_16760834 + 16]
     psubd        xmm4, xmm15
     psubd        xmm11, xmm8
     movshdup     xmm8, xmm5
     movshdup     xmm15, xmm3
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5184] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5056
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx + 32]
     movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm3
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 48]
     movshdup     xmm4, xmm4
     movshdup     xmm9, xmm9
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm15, [rcx + 48]
     pblendw      xmm4, xmm8, 204
     pblendw      xmm9, xmm15, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm4, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm4
@@ -9755,26 +9568,24 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm4, xmm5
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm5
     psubd        xmm2, xmm3
     movshdup     xmm3, xmm12
     movshdup     xmm5, xmm7
     movdqa       xmm9, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5248] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5120
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       xmm15, xmm7
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm15, xmm15
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm3, [rcx + 96]
+    pmuludq      xmm5, [rcx + 112]
     pblendw      xmm9, xmm3, 204
     pblendw      xmm15, xmm5, 204
-    pmulld       xmm12, [rcx - 128]
-    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm12, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
     pmulld       xmm9, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm12, xmm9
@@ -9783,9 +9594,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm12
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm7
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm10, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm10, xmm12
     psubd        xmm6, xmm7
     movshdup     xmm7, xmm13
@@ -9815,28 +9625,26 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm12, xmm9
     paddd        xmm12, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm6, xmm13
     psubd        xmm9, xmm15
     movshdup     xmm13, xmm14
     movshdup     xmm15, xmm11
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm14
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5248
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx - 32]
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm9, xmm9
     movshdup     xmm12, xmm12
-    pmuludq      xmm13, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm13, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm9, xmm13, 204
     pblendw      xmm12, xmm15, 204
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
+    pmulld       xmm14, [rcx - 64]
+    pmulld       xmm11, [rcx - 48]
     pmulld       xmm9, xmm0
     pmulld       xmm12, xmm0
     psubd        xmm14, xmm9
@@ -9847,9 +9655,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm13, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm13, xmm11
     movdqa       xmm11, xmm4
@@ -9884,19 +9691,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm13, xmm8
     movdqa       [rsp + 96], xmm6                    ; spill
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5312
-    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm6, [rcx + 32]
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm8
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm6, xmm6
     movshdup     xmm15, xmm15
-    pmuludq      xmm9, [rcx - 64]
-    pmuludq      xmm13, [rcx - 48]
+    pmuludq      xmm9, [rcx + 64]
+    pmuludq      xmm13, [rcx + 80]
     pblendw      xmm6, xmm9, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm6, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm4, xmm6
@@ -9905,9 +9711,8 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm6, xmm4
     movdqa       xmm9, xmm14
     paddd        xmm9, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm14, xmm8
     movshdup     xmm4, xmm3
@@ -9934,27 +9739,25 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm8, [rel pd_16760834 + 16]
     psubd        xmm1, xmm3
     psubd        xmm8, xmm5
     movshdup     xmm3, xmm7
     movshdup     xmm5, xmm10
     movdqa       xmm15, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5504
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm5, [rcx - 48]
+    pmuludq      xmm3, [rcx + 32]
+    pmuludq      xmm5, [rcx + 48]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm8, xmm5, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm7, [rcx - 32]
+    pmulld       xmm10, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm8, xmm0
     psubd        xmm7, xmm15
@@ -9964,23 +9767,22 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm2
     paddd        xmm8, xmm10
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm3, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm3, xmm7
     psubd        xmm2, xmm10
     movshdup     xmm7, xmm12
     movshdup     xmm10, [rsp + 160]
     movdqa       xmm15, xmm12
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5728] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5600
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 160]                   ; reload
     movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, xmm2
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm8, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm8, xmm8
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5728] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5600
     pmuludq      xmm7, [rcx - 64]
     pmuludq      xmm10, [rcx - 48]
     pblendw      xmm15, xmm7, 204
@@ -9997,9 +9799,8 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm2
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm7, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm7, xmm12
     psubd        xmm10, xmm2
     movdqa       xmm2, xmm6
@@ -10034,19 +9835,18 @@ kg_dilithium8380417_ntt_forward_sse:
     movshdup     xmm10, xmm9
     movdqa       [rsp + 192], xmm3                   ; spill
     movdqa       xmm3, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5696
-    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm3, [rcx]
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm9
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 16]
     movshdup     xmm3, xmm3
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 64]
-    pmuludq      xmm10, [rcx - 48]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm3, xmm7, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm6, [rcx - 32]
+    pmulld       xmm9, [rcx - 16]
     pmulld       xmm3, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm3
@@ -10055,20 +9855,19 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm3, xmm6
     movdqa       xmm7, xmm12
     paddd        xmm7, xmm9
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm2, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm2, xmm6
     psubd        xmm12, xmm9
     movshdup     xmm6, xmm4
     movshdup     xmm9, xmm13
     movdqa       xmm10, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5792
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 96]
     movdqa       xmm15, xmm13
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm10, xmm10
     movshdup     xmm15, xmm15
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 5920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5792
     pmuludq      xmm6, [rcx - 64]
     pmuludq      xmm9, [rcx - 48]
     pblendw      xmm10, xmm6, 204
@@ -10084,27 +9883,25 @@ kg_dilithium8380417_ntt_forward_sse:
     movdqa       xmm9, [rsp + 96]                    ; reload
     movdqa       xmm10, xmm9
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm9, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm9, [rel pd_16760834 + 16]
     psubd        xmm11, xmm4
     psubd        xmm9, xmm13
     movshdup     xmm4, xmm5
     movshdup     xmm13, xmm1
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5888
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx]
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm1
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm9, [rcx + 16]
     movshdup     xmm15, xmm15
     movshdup     xmm9, xmm9
-    pmuludq      xmm4, [rcx - 64]
-    pmuludq      xmm13, [rcx - 48]
+    pmuludq      xmm4, [rcx + 32]
+    pmuludq      xmm13, [rcx + 48]
     pblendw      xmm15, xmm4, 204
     pblendw      xmm9, xmm13, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm5, [rcx - 32]
+    pmulld       xmm1, [rcx - 16]
     pmulld       xmm15, xmm0
     pmulld       xmm9, xmm0
     psubd        xmm5, xmm15
@@ -10114,23 +9911,22 @@ kg_dilithium8380417_ntt_forward_sse:
     paddd        xmm9, xmm5
     movdqa       xmm13, xmm14
     paddd        xmm13, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm4, xmm5
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm8
     movshdup     xmm5, [rsp]
     movdqa       xmm15, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6112] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5984
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 96]
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, [rsp]                        ; reload
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm4, [rcx + 112]
     movshdup     xmm15, xmm15
     movshdup     xmm4, xmm4
+    lea          rcx, [rel kg_dilithium8380417_ntt_forward_twiddles_sse + 6112] ; addresses kg_dilithium8380417_ntt_forward_twiddles_sse near byte 5984
     pmuludq      xmm1, [rcx - 64]
     pmuludq      xmm5, [rcx - 48]
     pblendw      xmm15, xmm1, 204
@@ -11550,7 +11346,7 @@ kg_dilithium8380417_basemul_sse:
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 2 x 124 and 4 x 126 instructions (repeated groups rolled: 4457 instructions run, 4220 written)
+;   loops: 2 x 123 and 4 x 123 instructions (repeated groups rolled: 4457 instructions run, 4040 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -11564,8 +11360,7 @@ kg_dilithium8380417_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 256
-    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm0, [rcx - 128]                   ; q = 8380417
+    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -11589,9 +11384,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm1
@@ -11628,9 +11422,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_16382]
+    pmulld       xmm15, [rel pd_16382 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
@@ -11639,9 +11432,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -11676,9 +11468,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_16382]
+    pmulld       xmm4, [rel pd_16382 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
@@ -11687,9 +11478,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 128]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
@@ -11725,9 +11515,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_16382]
+    pmulld       xmm8, [rel pd_16382 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
@@ -11738,9 +11527,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 32]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm4, [rsp + 64]
     psubd        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm8                    ; spill
@@ -11779,9 +11567,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_16382]
+    pmulld       xmm13, [rel pd_16382 + 16]
     pmulld       xmm9, xmm0
     pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
@@ -11847,9 +11634,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -11877,9 +11663,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 128]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm8, [rsp + 192]
     psubd        xmm12, [rsp + 128]
     movshdup     xmm15, xmm8
@@ -11887,19 +11672,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 576] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 448
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm0
     pmulld       xmm7, xmm0
     psubd        xmm8, xmm4
@@ -11909,27 +11693,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 640] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 512
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 224], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm4, xmm15
@@ -11938,26 +11720,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm1
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm1, [rel pd_16760834 + 16]
     psubd        xmm6, xmm11
     psubd        xmm1, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm1
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 576
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm1, [rcx + 80]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm14
@@ -11996,9 +11776,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm2
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_25141251]
+    paddd        xmm14, [rel pd_25141251 + 16]
     psubd        xmm11, xmm2
     psubd        xmm14, xmm13
     movshdup     xmm2, xmm11
@@ -12018,8 +11797,7 @@ kg_dilithium8380417_ntt_inverse_sse:
     pblendw      xmm1, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm2, [rcx - 128]                   ; reload
+    movdqu       xmm2, [rel pd_8380417]              ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm1, xmm2
     psubd        xmm11, xmm6
@@ -12029,28 +11807,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm0
     paddd        xmm13, xmm15
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm1, [rel pd_25141251]
+    paddd        xmm0, [rel pd_25141251 + 16]
     psubd        xmm1, xmm9
     psubd        xmm0, xmm15
     movshdup     xmm9, xmm1
     movshdup     xmm15, xmm0
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm1
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 832] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 704
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp], xmm6                         ; spill
     movdqa       xmm6, xmm0
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm9, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm1, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm0, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm6, xmm2
     psubd        xmm1, xmm13
@@ -12060,27 +11836,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm6, [rel pd_25141251]
+    paddd        xmm8, [rel pd_25141251 + 16]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 768
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm6, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm6, xmm15
@@ -12089,26 +11863,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_25141251]
+    paddd        xmm4, [rel pd_25141251 + 16]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 960] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 832
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rcx + 64]
+    pmulld       xmm4, [rcx + 80]
     pmulld       xmm13, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm3, xmm13
@@ -12118,9 +11890,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 224]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_41902085]
+    paddd        xmm11, [rel pd_41902085 + 16]
     psubd        xmm5, [rsp + 224]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
@@ -12149,28 +11920,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 160]
     movdqa       xmm14, xmm1
     paddd        xmm14, xmm0
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm10, [rel pd_41902085]
+    paddd        xmm1, [rel pd_41902085 + 16]
     psubd        xmm10, [rsp + 160]
     psubd        xmm1, xmm0
     movshdup     xmm0, xmm10
     movshdup     xmm15, xmm1
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 960
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm0, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm11, xmm0, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm11, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm10, xmm11
@@ -12179,27 +11948,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, [rsp + 128]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_41902085]
+    paddd        xmm6, [rel pd_41902085 + 16]
     psubd        xmm9, [rsp + 128]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1152] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1024
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm6, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm9, xmm15
@@ -12208,26 +11975,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm7, [rel pd_41902085]
+    paddd        xmm3, [rel pd_41902085 + 16]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1216] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1088
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm4, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm7, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm12, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm7, xmm12
@@ -12238,9 +12003,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_75423753]
+    paddd        xmm12, [rel pd_75423753 + 16]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
@@ -12270,16 +12034,14 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm1
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1152
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm14
@@ -12301,27 +12063,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm0, [rel pd_75423753]
+    paddd        xmm4, [rel pd_75423753 + 16]
     psubd        xmm0, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm0
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1216
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm4, [rcx - 48]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm0, xmm12
@@ -12330,26 +12090,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1344] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1216
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm7, [rcx - 16]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm9, xmm12
@@ -12360,28 +12118,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm3, [rel pd_142467089]
+    paddd        xmm12, [rel pd_142467089 + 16]
     psubd        xmm3, xmm1
     psubd        xmm12, xmm10
     movshdup     xmm1, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp + 224], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       [rsp + 192], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm14, xmm1, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm3, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm14, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm3, xmm14
@@ -12390,26 +12146,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
+    paddd        xmm13, [rel pd_25141251]
+    paddd        xmm15, [rel pd_25141251 + 16]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 32]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm8, [rcx + 48]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm13, [rcx]
+    pmulld       xmm15, [rcx + 16]
     pmulld       xmm10, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm13, xmm10
@@ -12420,28 +12174,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm5, xmm0
     psubd        xmm10, xmm4
     movshdup     xmm0, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm0, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm15, xmm0, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm15
@@ -12451,27 +12203,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1408] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm10, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm11, [rcx]
+    pmulld       xmm4, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm15
@@ -12520,22 +12270,21 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_16760834]
+    paddd        xmm1, [rel pd_16760834 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1344
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1344
     pmuludq      xmm3, [rcx - 64]
     pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
@@ -12559,9 +12308,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_16382]
+    pmulld       xmm15, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -12570,9 +12318,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -12607,9 +12354,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_16382]
+    pmulld       xmm4, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -12618,9 +12364,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 192]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 192]
     movshdup     xmm11, xmm9
@@ -12656,9 +12401,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_16382]
+    pmulld       xmm8, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -12669,9 +12413,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 160]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm4, [rsp]
     psubd        xmm12, [rsp + 160]
     movdqa       [rsp + 160], xmm8                   ; spill
@@ -12710,9 +12453,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_16382]
+    pmulld       xmm13, [rel pd_16382 + 16]
     pmulld       xmm9, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm9
@@ -12778,9 +12520,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -12808,9 +12549,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 192]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm8, [rsp + 32]
     psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm8
@@ -12818,19 +12558,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1792
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -12840,27 +12579,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 1984] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1856
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -12869,26 +12606,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm0, [rel pd_16760834 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2048] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 1920
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -12927,9 +12662,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm1
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_25141251]
+    paddd        xmm14, [rel pd_25141251 + 16]
     psubd        xmm11, xmm1
     psubd        xmm14, xmm13
     movshdup     xmm1, xmm11
@@ -12949,8 +12683,7 @@ kg_dilithium8380417_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm1, [rcx - 128]                   ; reload
+    movdqu       xmm1, [rel pd_8380417]              ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
     psubd        xmm11, xmm6
@@ -12960,28 +12693,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm2
     paddd        xmm13, xmm15
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_25141251]
+    paddd        xmm2, [rel pd_25141251 + 16]
     psubd        xmm0, xmm9
     psubd        xmm2, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm2
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2048
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm9, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm13, xmm1
     pmulld       xmm6, xmm1
     psubd        xmm0, xmm13
@@ -12991,27 +12722,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm6, [rel pd_25141251]
+    paddd        xmm8, [rel pd_25141251 + 16]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2240] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2112
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm6, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm6, xmm15
@@ -13020,26 +12749,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_25141251]
+    paddd        xmm4, [rel pd_25141251 + 16]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2304] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2176
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rcx + 64]
+    pmulld       xmm4, [rcx + 80]
     pmulld       xmm13, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm3, xmm13
@@ -13049,9 +12776,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 64]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_41902085]
+    paddd        xmm11, [rel pd_41902085 + 16]
     psubd        xmm5, [rsp + 64]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
@@ -13080,28 +12806,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 96]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm2
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm10, [rel pd_41902085]
+    paddd        xmm0, [rel pd_41902085 + 16]
     psubd        xmm10, [rsp + 96]
     psubd        xmm0, xmm2
     movshdup     xmm2, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2304
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm2, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm11, xmm2, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm0, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm10, xmm11
@@ -13110,27 +12834,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, [rsp + 192]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_41902085]
+    paddd        xmm6, [rel pd_41902085 + 16]
     psubd        xmm9, [rsp + 192]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2496] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2368
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 192], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm6, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm9, xmm15
@@ -13139,26 +12861,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm7, [rel pd_41902085]
+    paddd        xmm3, [rel pd_41902085 + 16]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2560] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2432
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm4, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm7, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm12, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm7, xmm12
@@ -13169,9 +12889,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_75423753]
+    paddd        xmm12, [rel pd_75423753 + 16]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
@@ -13201,16 +12920,14 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2624] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2496
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -13232,27 +12949,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm2, [rel pd_75423753]
+    paddd        xmm4, [rel pd_75423753 + 16]
     psubd        xmm2, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm2
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm2
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2560
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm2, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm2, [rcx - 64]
+    pmulld       xmm4, [rcx - 48]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm2, xmm12
@@ -13261,26 +12976,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2560
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm7, [rcx - 16]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm9, xmm12
@@ -13291,28 +13004,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm3, [rel pd_142467089]
+    paddd        xmm12, [rel pd_142467089 + 16]
     psubd        xmm3, xmm0
     psubd        xmm12, xmm10
     movshdup     xmm0, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm0, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm3, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm3, xmm14
@@ -13321,26 +13032,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
+    paddd        xmm13, [rel pd_25141251]
+    paddd        xmm15, [rel pd_25141251 + 16]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 32]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm8, [rcx + 48]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm13, [rcx]
+    pmulld       xmm15, [rcx + 16]
     pmulld       xmm10, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm10
@@ -13351,28 +13060,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm5, xmm2
     psubd        xmm10, xmm4
     movshdup     xmm2, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm2, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm15, xmm2, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm5, xmm15
@@ -13382,27 +13089,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2752] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm10, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm11, [rcx]
+    pmulld       xmm4, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm15
@@ -13451,22 +13156,21 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2816] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2688
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 2816] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 2688
     pmuludq      xmm3, [rcx - 64]
     pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
@@ -13490,9 +13194,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_16382]
+    pmulld       xmm15, [rel pd_16382 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm14, xmm12
@@ -13501,9 +13204,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -13538,9 +13240,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_16382]
+    pmulld       xmm4, [rel pd_16382 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm3, xmm12
@@ -13549,9 +13250,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 32]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 32]
     movshdup     xmm11, xmm9
@@ -13587,9 +13287,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_16382]
+    pmulld       xmm8, [rel pd_16382 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm7, xmm12
@@ -13600,9 +13299,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 96]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm4, [rsp + 128]
     psubd        xmm12, [rsp + 96]
     movdqa       [rsp + 96], xmm8                    ; spill
@@ -13641,9 +13339,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_16382]
+    pmulld       xmm13, [rel pd_16382 + 16]
     pmulld       xmm9, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm9
@@ -13709,9 +13406,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -13739,9 +13435,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm8, [rsp + 160]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm8
@@ -13749,19 +13444,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3264] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3136
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 224], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm8, xmm4
@@ -13771,27 +13465,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3328] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3200
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm4, xmm15
@@ -13800,26 +13492,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm0, [rel pd_16760834 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3392] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3264
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm6, xmm14
@@ -13858,9 +13548,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm2
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_25141251]
+    paddd        xmm14, [rel pd_25141251 + 16]
     psubd        xmm11, xmm2
     psubd        xmm14, xmm13
     movshdup     xmm2, xmm11
@@ -13890,28 +13579,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm1
     paddd        xmm13, xmm15
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_25141251]
+    paddd        xmm1, [rel pd_25141251 + 16]
     psubd        xmm0, xmm9
     psubd        xmm1, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm1
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3520] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3392
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 192], xmm6                   ; spill
     movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm9, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm6, xmm2
     psubd        xmm0, xmm13
@@ -13921,27 +13608,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm6, [rel pd_25141251]
+    paddd        xmm8, [rel pd_25141251 + 16]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3584] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3456
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm6, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm6, xmm15
@@ -13950,26 +13635,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_25141251]
+    paddd        xmm4, [rel pd_25141251 + 16]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3648] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3520
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rcx + 64]
+    pmulld       xmm4, [rcx + 80]
     pmulld       xmm13, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm3, xmm13
@@ -13979,9 +13662,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_41902085]
+    paddd        xmm11, [rel pd_41902085 + 16]
     psubd        xmm5, [rsp]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
@@ -14010,28 +13692,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 224]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm1
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm10, [rel pd_41902085]
+    paddd        xmm0, [rel pd_41902085 + 16]
     psubd        xmm10, [rsp + 224]
     psubd        xmm0, xmm1
     movshdup     xmm1, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 224], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3776] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3648
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       [rsp + 192], xmm5                   ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm1, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm11, xmm1, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm0, [rcx - 48]
     pmulld       xmm11, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm10, xmm11
@@ -14040,27 +13720,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, [rsp + 32]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_41902085]
+    paddd        xmm6, [rel pd_41902085 + 16]
     psubd        xmm9, [rsp + 32]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3840] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3712
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm6, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm5, xmm2
     psubd        xmm9, xmm15
@@ -14069,26 +13747,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm7, [rel pd_41902085]
+    paddd        xmm3, [rel pd_41902085 + 16]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3904] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3776
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm4, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm7, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm12, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm7, xmm12
@@ -14099,9 +13775,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_75423753]
+    paddd        xmm12, [rel pd_75423753 + 16]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
@@ -14131,16 +13806,14 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 224]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 224], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3840
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -14162,27 +13835,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm1, [rel pd_75423753]
+    paddd        xmm4, [rel pd_75423753 + 16]
     psubd        xmm1, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm1
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm1
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3904
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm1, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm4, [rcx - 48]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm1, xmm12
@@ -14191,26 +13862,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4032] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3904
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm7, [rcx - 16]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm12, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm9, xmm12
@@ -14221,28 +13890,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, xmm10
-    lea          rcx, [rel pd_142467089 + 128]       ; addresses pd_142467089 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm3, [rel pd_142467089]
+    paddd        xmm12, [rel pd_142467089 + 16]
     psubd        xmm3, xmm0
     psubd        xmm12, xmm10
     movshdup     xmm0, xmm3
     movshdup     xmm10, xmm12
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm0, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm3, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm14, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm3, xmm14
@@ -14251,26 +13918,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm5
     movdqa       xmm7, xmm15
     paddd        xmm7, xmm8
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
+    paddd        xmm13, [rel pd_25141251]
+    paddd        xmm15, [rel pd_25141251 + 16]
     psubd        xmm13, xmm5
     psubd        xmm15, xmm8
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm10, [rcx + 32]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm8, [rcx + 48]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm13, [rcx]
+    pmulld       xmm15, [rcx + 16]
     pmulld       xmm10, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm13, xmm10
@@ -14281,28 +13946,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm5, xmm1
     psubd        xmm10, xmm4
     movshdup     xmm1, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 224], xmm15                  ; spill
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm1, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm15, xmm1, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm5, xmm15
@@ -14312,27 +13975,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4096] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm10, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm11, [rcx]
+    pmulld       xmm4, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm15
@@ -14381,22 +14042,21 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_16760834]
+    paddd        xmm1, [rel pd_16760834 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4160] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4032
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4160] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4032
     pmuludq      xmm3, [rcx - 64]
     pmuludq      xmm4, [rcx - 48]
     pblendw      xmm13, xmm3, 204
@@ -14420,9 +14080,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_16382]
+    pmulld       xmm15, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -14431,9 +14090,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -14468,9 +14126,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_16382]
+    pmulld       xmm4, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -14479,9 +14136,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 160]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 160]
     movshdup     xmm11, xmm9
@@ -14517,9 +14173,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_16382 + 128]           ; addresses pd_16382 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_16382]
+    pmulld       xmm8, [rel pd_16382 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -14530,9 +14185,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 224]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm4, [rsp + 192]
     psubd        xmm12, [rsp + 224]
     movdqa       [rsp + 224], xmm8                   ; spill
@@ -14638,9 +14292,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm7, [rel pd_16760834 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -14668,9 +14321,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 160]
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_16760834]
+    paddd        xmm12, [rel pd_16760834 + 16]
     psubd        xmm8, [rsp + 96]
     psubd        xmm12, [rsp + 160]
     movshdup     xmm15, xmm8
@@ -14678,19 +14330,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4608] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4480
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -14700,27 +14351,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_16760834]
+    paddd        xmm3, [rel pd_16760834 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4672] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4544
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -14729,26 +14378,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_16760834]
+    paddd        xmm0, [rel pd_16760834 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4736] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4608
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -14787,9 +14434,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm0, xmm1
     movdqa       xmm6, xmm14
     paddd        xmm6, xmm13
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_25141251]
+    paddd        xmm14, [rel pd_25141251 + 16]
     psubd        xmm11, xmm1
     psubd        xmm14, xmm13
     movshdup     xmm1, xmm11
@@ -14819,28 +14465,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm6, xmm9
     movdqa       xmm13, xmm2
     paddd        xmm13, xmm15
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_25141251]
+    paddd        xmm2, [rel pd_25141251 + 16]
     psubd        xmm0, xmm9
     psubd        xmm2, xmm15
     movshdup     xmm9, xmm0
     movshdup     xmm15, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4864] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4736
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
+    pmuludq      xmm6, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm9, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm13, xmm9, 204
     pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm13, xmm1
     pmulld       xmm6, xmm1
     psubd        xmm0, xmm13
@@ -14850,27 +14494,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm7
     movdqa       xmm13, xmm8
     paddd        xmm13, xmm12
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
+    paddd        xmm6, [rel pd_25141251]
+    paddd        xmm8, [rel pd_25141251 + 16]
     psubd        xmm6, xmm7
     psubd        xmm8, xmm12
     movshdup     xmm7, xmm6
     movshdup     xmm12, xmm8
     movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4928] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4800
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm7, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm15, xmm7, 204
     pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm6, [rcx]
+    pmulld       xmm8, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm6, xmm15
@@ -14879,26 +14521,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm7, xmm5
     movdqa       xmm12, xmm4
     paddd        xmm12, xmm10
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_25141251]
+    paddd        xmm4, [rel pd_25141251 + 16]
     psubd        xmm3, xmm5
     psubd        xmm4, xmm10
     movshdup     xmm5, xmm3
     movshdup     xmm10, xmm4
     movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4864
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx + 96]
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm13, xmm13
     movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rcx + 64]
+    pmulld       xmm4, [rcx + 80]
     pmulld       xmm13, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm3, xmm13
@@ -14908,9 +14548,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm10, [rsp + 128]
     movdqa       xmm13, xmm11
     paddd        xmm13, xmm14
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_41902085]
+    paddd        xmm11, [rel pd_41902085 + 16]
     psubd        xmm5, [rsp + 128]
     psubd        xmm11, xmm14
     movshdup     xmm14, xmm5
@@ -14939,28 +14578,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm13, [rsp + 64]
     movdqa       xmm14, xmm0
     paddd        xmm14, xmm2
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm10, [rel pd_41902085]
+    paddd        xmm0, [rel pd_41902085 + 16]
     psubd        xmm10, [rsp + 64]
     psubd        xmm0, xmm2
     movshdup     xmm2, xmm10
     movshdup     xmm15, xmm0
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5120] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 4992
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm2, [rcx - 32]
+    pmuludq      xmm15, [rcx - 16]
     pblendw      xmm11, xmm2, 204
     pblendw      xmm5, xmm15, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm10, [rcx - 64]
+    pmulld       xmm0, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm10, xmm11
@@ -14969,27 +14606,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm2, [rsp + 160]
     movdqa       xmm5, xmm6
     paddd        xmm5, xmm8
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_41902085]
+    paddd        xmm6, [rel pd_41902085 + 16]
     psubd        xmm9, [rsp + 160]
     psubd        xmm6, xmm8
     movshdup     xmm8, xmm9
     movshdup     xmm11, xmm6
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5184] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5056
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 160], xmm5                   ; spill
     movdqa       xmm5, xmm6
-    pmuludq      xmm5, [rcx - 80]
+    pmuludq      xmm5, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm5, xmm5
-    pmuludq      xmm8, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm8, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
     pblendw      xmm15, xmm8, 204
     pblendw      xmm5, xmm11, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm6, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm5, xmm1
     psubd        xmm9, xmm15
@@ -14998,26 +14633,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm12
     movdqa       xmm8, xmm3
     paddd        xmm8, xmm4
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm7, [rel pd_41902085]
+    paddd        xmm3, [rel pd_41902085 + 16]
     psubd        xmm7, xmm12
     psubd        xmm3, xmm4
     movshdup     xmm4, xmm7
     movshdup     xmm11, xmm3
     movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5120
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx + 96]
     movdqa       xmm15, xmm3
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm12, xmm12
     movshdup     xmm15, xmm15
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
+    pmuludq      xmm4, [rcx + 96]
+    pmuludq      xmm11, [rcx + 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm15, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm7, [rcx + 64]
+    pmulld       xmm3, [rcx + 80]
     pmulld       xmm12, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm7, xmm12
@@ -15028,9 +14661,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm15, xmm12
     paddd        xmm15, xmm14
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_75423753]
+    paddd        xmm12, [rel pd_75423753 + 16]
     psubd        xmm4, xmm13
     psubd        xmm12, xmm14
     movshdup     xmm13, xmm4
@@ -15060,16 +14692,14 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm14, [rel pd_16760834 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5312] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5184
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -15091,27 +14721,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm10, xmm4
     paddd        xmm10, xmm8
-    lea          rcx, [rel pd_75423753 + 128]        ; addresses pd_75423753 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm2, [rel pd_75423753]
+    paddd        xmm4, [rel pd_75423753 + 16]
     psubd        xmm2, xmm5
     psubd        xmm4, xmm8
     movshdup     xmm5, xmm2
     movshdup     xmm8, xmm4
     movdqa       xmm12, xmm2
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5248
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm12, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm2, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm2, [rcx - 64]
+    pmulld       xmm4, [rcx - 48]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm2, xmm12
@@ -15120,26 +14748,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm5, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_16760834]
+    paddd        xmm6, [rel pd_16760834 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5376] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5248
-    pmuludq      xmm12, [rcx - 96]
+    pmuludq      xmm12, [rcx - 32]
     movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx - 16]
     movshdup     xmm12, xmm12
     movshdup     xmm14, xmm14
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm7, [rcx - 16]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm9, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm12, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm9, xmm12
@@ -15158,18 +14784,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 32]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    pmuludq      xmm7, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 32]
-    pmuludq      xmm10, [rcx - 16]
+    pmuludq      xmm0, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm14, xmm0, 204
     pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
+    pmulld       xmm3, [rcx]
+    pmulld       xmm12, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm3, xmm14
@@ -15185,17 +14811,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm13
     movshdup     xmm8, xmm15
     movdqa       xmm10, xmm13
-    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm10, [rcx + 32]
     movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 16]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm10, xmm10
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 32]
-    pmuludq      xmm8, [rcx - 16]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm8, [rcx + 48]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 64]
-    pmulld       xmm15, [rcx - 48]
+    pmulld       xmm13, [rcx]
+    pmulld       xmm15, [rcx + 16]
     pmulld       xmm10, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm10
@@ -15206,28 +14832,26 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm5, [rel pd_16760834]
+    paddd        xmm10, [rel pd_16760834 + 16]
     psubd        xmm5, xmm2
     psubd        xmm10, xmm4
     movshdup     xmm2, xmm5
     movshdup     xmm4, xmm10
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5312
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm13, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm13, xmm13
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm2, [rcx + 32]
+    pmuludq      xmm4, [rcx + 48]
     pblendw      xmm15, xmm2, 204
     pblendw      xmm13, xmm4, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm5, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm5, xmm15
@@ -15237,27 +14861,25 @@ kg_dilithium8380417_ntt_inverse_sse:
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm13, xmm4
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm11, [rel pd_16760834]
+    paddd        xmm4, [rel pd_16760834 + 16]
     psubd        xmm11, xmm9
     psubd        xmm4, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm4
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5440] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5312
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm4
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm10, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
-    pmuludq      xmm9, [rcx - 80]
+    pmuludq      xmm6, [rcx + 32]
+    pmuludq      xmm9, [rcx + 48]
     pblendw      xmm15, xmm6, 204
     pblendw      xmm10, xmm9, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm11, [rcx]
+    pmulld       xmm4, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm15
@@ -15295,26 +14917,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    lea          rcx, [rel pd_276553761 + 128]       ; addresses pd_276553761 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_276553761]
+    paddd        xmm2, [rel pd_276553761 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       xmm11, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
-    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm11, [rcx + 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx + 112]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 96]
-    pmuludq      xmm4, [rcx - 80]
+    pmuludq      xmm3, [rcx + 96]
+    pmuludq      xmm4, [rcx + 112]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx + 64]
+    pmulld       xmm2, [rcx + 80]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15330,17 +14950,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm11, xmm5
-    pmuludq      xmm11, [rcx - 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5568] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5440
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm6
-    pmuludq      xmm12, [rcx - 16]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm7, [rcx - 32]
-    pmuludq      xmm8, [rcx - 16]
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
     pblendw      xmm11, xmm7, 204
     pblendw      xmm12, xmm8, 204
-    pmulld       xmm5, [rcx - 64]
-    pmulld       xmm6, [rcx - 48]
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm6, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm5, xmm11
@@ -15356,17 +14977,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx + 32]
-    pmuludq      xmm4, [rcx + 48]
+    pmuludq      xmm3, [rcx - 32]
+    pmuludq      xmm4, [rcx - 16]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rcx]
-    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm9, [rcx - 64]
+    pmulld       xmm10, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -15382,17 +15003,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm11, [rcx - 32]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm6, [rcx + 48]
+    pmuludq      xmm5, [rcx - 32]
+    pmuludq      xmm6, [rcx - 16]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rcx]
-    pmulld       xmm2, [rcx + 16]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15417,9 +15038,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    lea          rcx, [rel pd_41902085 + 128]        ; addresses pd_41902085 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_41902085]
+    paddd        xmm2, [rel pd_41902085 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -15480,18 +15100,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
-    pmuludq      xmm11, [rcx + 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5632] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5504
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx + 32]
-    pmuludq      xmm4, [rcx + 48]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rcx]
-    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -15507,17 +15127,17 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm6, [rcx + 48]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rcx]
-    pmulld       xmm2, [rcx + 16]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15542,9 +15162,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    lea          rcx, [rel pd_25141251 + 128]        ; addresses pd_25141251 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_25141251]
+    paddd        xmm2, [rel pd_25141251 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -15609,18 +15228,18 @@ kg_dilithium8380417_ntt_inverse_sse:
     movshdup     xmm3, xmm9
     movshdup     xmm4, xmm10
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
-    pmuludq      xmm11, [rcx + 32]
+    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5632] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5504
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm10
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx + 32]
-    pmuludq      xmm4, [rcx + 48]
+    pmuludq      xmm3, [rcx - 96]
+    pmuludq      xmm4, [rcx - 80]
     pblendw      xmm11, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm9, [rcx]
-    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm9, [rcx - 128]
+    pmulld       xmm10, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm9, xmm11
@@ -15629,26 +15248,24 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    lea          rcx, [rel kg_dilithium8380417_ntt_inverse_twiddles_sse + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_sse near byte 5376
-    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm11, [rcx - 96]
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx + 48]
+    pmuludq      xmm12, [rcx - 80]
     movshdup     xmm11, xmm11
     movshdup     xmm12, xmm12
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm6, [rcx + 48]
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm12, xmm6, 204
-    pmulld       xmm0, [rcx]
-    pmulld       xmm2, [rcx + 16]
+    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm2, [rcx - 112]
     pmulld       xmm11, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm11
@@ -15673,9 +15290,8 @@ kg_dilithium8380417_ntt_inverse_sse:
     paddd        xmm9, xmm3
     movdqa       xmm10, xmm2
     paddd        xmm10, xmm4
-    lea          rcx, [rel pd_16760834 + 128]        ; addresses pd_16760834 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_16760834]
+    paddd        xmm2, [rel pd_16760834 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0

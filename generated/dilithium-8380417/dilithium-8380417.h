@@ -80,6 +80,68 @@ static const uint16_t kg_dilithium8380417_ntt_positions[256][1] = {
     {240}, {248}, {241}, {249}, {242}, {250}, {243}, {251}, {244}, {252}, {245}, {253}, {246}, {254}, {247}, {255},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_dilithium8380417_ntt_to_standard[256] = {
+    0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
+    16, 24, 17, 25, 18, 26, 19, 27, 20, 28, 21, 29, 22, 30, 23, 31,
+    32, 40, 33, 41, 34, 42, 35, 43, 36, 44, 37, 45, 38, 46, 39, 47,
+    48, 56, 49, 57, 50, 58, 51, 59, 52, 60, 53, 61, 54, 62, 55, 63,
+    64, 72, 65, 73, 66, 74, 67, 75, 68, 76, 69, 77, 70, 78, 71, 79,
+    80, 88, 81, 89, 82, 90, 83, 91, 84, 92, 85, 93, 86, 94, 87, 95,
+    96, 104, 97, 105, 98, 106, 99, 107, 100, 108, 101, 109, 102, 110, 103, 111,
+    112, 120, 113, 121, 114, 122, 115, 123, 116, 124, 117, 125, 118, 126, 119, 127,
+    128, 136, 129, 137, 130, 138, 131, 139, 132, 140, 133, 141, 134, 142, 135, 143,
+    144, 152, 145, 153, 146, 154, 147, 155, 148, 156, 149, 157, 150, 158, 151, 159,
+    160, 168, 161, 169, 162, 170, 163, 171, 164, 172, 165, 173, 166, 174, 167, 175,
+    176, 184, 177, 185, 178, 186, 179, 187, 180, 188, 181, 189, 182, 190, 183, 191,
+    192, 200, 193, 201, 194, 202, 195, 203, 196, 204, 197, 205, 198, 206, 199, 207,
+    208, 216, 209, 217, 210, 218, 211, 219, 212, 220, 213, 221, 214, 222, 215, 223,
+    224, 232, 225, 233, 226, 234, 227, 235, 228, 236, 229, 237, 230, 238, 231, 239,
+    240, 248, 241, 249, 242, 250, 243, 251, 244, 252, 245, 253, 246, 254, 247, 255,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_dilithium8380417_ntt_from_standard[256] = {
+    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+    16, 18, 20, 22, 24, 26, 28, 30, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 33, 35, 37, 39, 41, 43, 45, 47,
+    48, 50, 52, 54, 56, 58, 60, 62, 49, 51, 53, 55, 57, 59, 61, 63,
+    64, 66, 68, 70, 72, 74, 76, 78, 65, 67, 69, 71, 73, 75, 77, 79,
+    80, 82, 84, 86, 88, 90, 92, 94, 81, 83, 85, 87, 89, 91, 93, 95,
+    96, 98, 100, 102, 104, 106, 108, 110, 97, 99, 101, 103, 105, 107, 109, 111,
+    112, 114, 116, 118, 120, 122, 124, 126, 113, 115, 117, 119, 121, 123, 125, 127,
+    128, 130, 132, 134, 136, 138, 140, 142, 129, 131, 133, 135, 137, 139, 141, 143,
+    144, 146, 148, 150, 152, 154, 156, 158, 145, 147, 149, 151, 153, 155, 157, 159,
+    160, 162, 164, 166, 168, 170, 172, 174, 161, 163, 165, 167, 169, 171, 173, 175,
+    176, 178, 180, 182, 184, 186, 188, 190, 177, 179, 181, 183, 185, 187, 189, 191,
+    192, 194, 196, 198, 200, 202, 204, 206, 193, 195, 197, 199, 201, 203, 205, 207,
+    208, 210, 212, 214, 216, 218, 220, 222, 209, 211, 213, 215, 217, 219, 221, 223,
+    224, 226, 228, 230, 232, 234, 236, 238, 225, 227, 229, 231, 233, 235, 237, 239,
+    240, 242, 244, 246, 248, 250, 252, 254, 241, 243, 245, 247, 249, 251, 253, 255,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_DILITHIUM8380417_NTT_FORWARD_A_LEN 256
+#define KG_DILITHIUM8380417_BASEMUL_R_LEN 256
+#define KG_DILITHIUM8380417_BASEMUL_A_LEN 256
+#define KG_DILITHIUM8380417_BASEMUL_B_LEN 256
+#define KG_DILITHIUM8380417_NTT_INVERSE_A_LEN 256
+#define KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN 256
+#define KG_DILITHIUM8380417_FREEZE_A_LEN 256
+#define KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN 256
+#define KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN 256
+#define KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN 256
+#define KG_DILITHIUM8380417_MULMOD_SHOUP_WP_LEN 256
+#define KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN 256
+#define KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN 256
+#define KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN 256
+#define KG_DILITHIUM8380417_MULADD_SHOUP_WP_LEN 256
+#define KG_DILITHIUM8380417_MULADD_SHOUP_B_LEN 256
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -90,9 +152,9 @@ extern "C" {
  *   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_ntt_forward_avx2(uint32_t a[256]);
+void kg_dilithium8380417_ntt_forward_avx2(uint32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -100,11 +162,11 @@ void kg_dilithium8380417_ntt_forward_avx2(uint32_t a[256]);
  *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_basemul_avx2(uint32_t r[256], const uint32_t a[256], const uint32_t b[256]);
+void kg_dilithium8380417_basemul_avx2(uint32_t *r, const uint32_t *a, const uint32_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -112,52 +174,52 @@ void kg_dilithium8380417_basemul_avx2(uint32_t r[256], const uint32_t a[256], co
  *   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_ntt_inverse_avx2(uint32_t a[256]);
+void kg_dilithium8380417_ntt_inverse_avx2(uint32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_reduce_shoup_avx2(uint32_t a[256]);
+void kg_dilithium8380417_reduce_shoup_avx2(uint32_t *a);
 
 
 /* a[256] in place to canonical form in [0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_freeze_avx2(uint32_t a[256]);
+void kg_dilithium8380417_freeze_avx2(uint32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_mulmod_shoup_avx2(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
+void kg_dilithium8380417_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_dilithium8380417_muladd_shoup_avx2(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_dilithium8380417_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
@@ -165,9 +227,9 @@ void kg_dilithium8380417_muladd_shoup_avx2(uint32_t r[256], const uint32_t a[256
  *   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_ntt_forward_sse(uint32_t a[256]);
+void kg_dilithium8380417_ntt_forward_sse(uint32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -175,11 +237,11 @@ void kg_dilithium8380417_ntt_forward_sse(uint32_t a[256]);
  *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_basemul_sse(uint32_t r[256], const uint32_t a[256], const uint32_t b[256]);
+void kg_dilithium8380417_basemul_sse(uint32_t *r, const uint32_t *a, const uint32_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -187,52 +249,52 @@ void kg_dilithium8380417_basemul_sse(uint32_t r[256], const uint32_t a[256], con
  *   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_ntt_inverse_sse(uint32_t a[256]);
+void kg_dilithium8380417_ntt_inverse_sse(uint32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_reduce_shoup_sse(uint32_t a[256]);
+void kg_dilithium8380417_reduce_shoup_sse(uint32_t *a);
 
 
 /* a[256] in place to canonical form in [0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_freeze_sse(uint32_t a[256]);
+void kg_dilithium8380417_freeze_sse(uint32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_mulmod_shoup_sse(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
+void kg_dilithium8380417_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_dilithium8380417_muladd_shoup_sse(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_dilithium8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* Dispatch: dilithium-8380417_dispatch.c (optional; compile and link it to use these).
@@ -245,13 +307,13 @@ void kg_dilithium8380417_muladd_shoup_sse(uint32_t r[256], const uint32_t a[256]
  */
 const char *kg_dilithium8380417_isa(void);
 int kg_dilithium8380417_use_isa(const char *isa);
-void kg_dilithium8380417_ntt_forward(uint32_t a[256]);
-void kg_dilithium8380417_basemul(uint32_t r[256], const uint32_t a[256], const uint32_t b[256]);
-void kg_dilithium8380417_ntt_inverse(uint32_t a[256]);
-void kg_dilithium8380417_reduce_shoup(uint32_t a[256]);
-void kg_dilithium8380417_freeze(uint32_t a[256]);
-void kg_dilithium8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
-void kg_dilithium8380417_muladd_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_dilithium8380417_ntt_forward(uint32_t *a);
+void kg_dilithium8380417_basemul(uint32_t *r, const uint32_t *a, const uint32_t *b);
+void kg_dilithium8380417_ntt_inverse(uint32_t *a);
+void kg_dilithium8380417_reduce_shoup(uint32_t *a);
+void kg_dilithium8380417_freeze(uint32_t *a);
+void kg_dilithium8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+void kg_dilithium8380417_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 #ifdef __cplusplus

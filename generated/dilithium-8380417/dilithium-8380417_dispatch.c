@@ -117,7 +117,7 @@ static int kg_dilithium8380417_need(void)
     return c;
 }
 
-void kg_dilithium8380417_ntt_forward(uint32_t a[256])
+void kg_dilithium8380417_ntt_forward(uint32_t *a)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_dilithium8380417_ntt_forward(uint32_t a[256])
     }
 }
 
-void kg_dilithium8380417_basemul(uint32_t r[256], const uint32_t a[256], const uint32_t b[256])
+void kg_dilithium8380417_basemul(uint32_t *r, const uint32_t *a, const uint32_t *b)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_dilithium8380417_basemul(uint32_t r[256], const uint32_t a[256], const u
     }
 }
 
-void kg_dilithium8380417_ntt_inverse(uint32_t a[256])
+void kg_dilithium8380417_ntt_inverse(uint32_t *a)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_ntt_inverse_avx2(a); return;
@@ -141,7 +141,7 @@ void kg_dilithium8380417_ntt_inverse(uint32_t a[256])
     }
 }
 
-void kg_dilithium8380417_reduce_shoup(uint32_t a[256])
+void kg_dilithium8380417_reduce_shoup(uint32_t *a)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_reduce_shoup_avx2(a); return;
@@ -149,7 +149,7 @@ void kg_dilithium8380417_reduce_shoup(uint32_t a[256])
     }
 }
 
-void kg_dilithium8380417_freeze(uint32_t a[256])
+void kg_dilithium8380417_freeze(uint32_t *a)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_freeze_avx2(a); return;
@@ -157,7 +157,7 @@ void kg_dilithium8380417_freeze(uint32_t a[256])
     }
 }
 
-void kg_dilithium8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256])
+void kg_dilithium8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -165,7 +165,7 @@ void kg_dilithium8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], co
     }
 }
 
-void kg_dilithium8380417_muladd_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256])
+void kg_dilithium8380417_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b)
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_muladd_shoup_avx2(r, a, w, wp, b); return;

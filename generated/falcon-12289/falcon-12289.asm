@@ -872,9 +872,8 @@ align 32
 kg_falcon12289_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 276 times
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 128] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 0
-    vmovdqu      ymm11, [rax - 96]                   ; held in a register: read 16 times
-    vmovdqu      ymm12, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu      ymm11, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32] ; held in a register: read 16 times
+    vmovdqu      ymm12, [rel kg_falcon12289_ntt_forward_twiddles_avx2] ; held in a register: read 16 times
     vmovdqu      ymm13, [rel pw_5]                   ; held in a register: read 12 times
     vmovdqu      ymm14, [rel pw_1]                   ; held in a register: read 12 times
     vmovdqu      ymm15, [rel pw_12289]               ; held in a register: read 12 times
@@ -897,15 +896,16 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 64
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -933,15 +933,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -969,15 +969,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1005,15 +1005,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1041,15 +1041,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1077,15 +1077,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1113,15 +1113,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1149,15 +1149,15 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmulhuw     ymm3, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
+    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -1177,330 +1177,6 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm8, [rdi + 224]
     vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 2
     vpminuw      ymm1, ymm9, ymm1
-    vpmulhuw     ymm9, ymm5, [rax + 96]
-    vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm5                    ; layer 2
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 2
-    vpminuw      ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm6, [rax + 96]
-    vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm2, ymm5                    ; layer 2
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm3, ymm10                   ; csub: before layer 2
-    vpminuw      ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm7, [rax + 96]
-    vpmullw      ymm7, ymm7, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm3, ymm5                    ; layer 2
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 2
-    vpminuw      ymm4, ymm4, ymm5
-    vpmulhuw     ymm5, ymm8, [rax + 96]
-    vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 2
-    vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
-    vpminuw      ymm5, ymm9, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 384] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 256
-    vpmulhuw     ymm9, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm5, ymm7                    ; layer 3
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm7
-    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
-    vpminuw      ymm6, ymm6, ymm7
-    vpmulhuw     ymm7, ymm8, [rax - 96]
-    vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
-    vpminuw      ymm1, ymm1, ymm7
-    vpmulhuw     ymm7, ymm3, [rax - 32]
-    vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm1, ymm3                    ; layer 3
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm3
-    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
-    vpminuw      ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm4, ymm3
-    vpaddw       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
-    vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm8, [rax + 32]
-    vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm8
-    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm6, [rax + 96]
-    vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm6, ymm7, ymm6
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 640] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 512
-    vpmulhuw     ymm7, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 4
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
-    vpminuw      ymm1, ymm1, ymm6
-    vpmulhuw     ymm6, ymm2, [rax - 32]
-    vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 4
-    vpaddw       ymm1, ymm10, ymm1
-    vpsubw       ymm1, ymm1, ymm2
-    vperm2i128   ymm2, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm8, ymm5, 32
-    vperm2i128   ymm5, ymm8, ymm5, 49
-    vperm2i128   ymm8, ymm7, ymm4, 32
-    vperm2i128   ymm4, ymm7, ymm4, 49
-    vperm2i128   ymm7, ymm6, ymm1, 32
-    vperm2i128   ymm1, ymm6, ymm1, 49
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm6
-    vpmulhuw     ymm6, ymm3, [rax + 32]
-    vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm2, ymm3                    ; layer 5
-    vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm3
-    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm9, ymm3
-    vpmulhuw     ymm9, ymm5, [rax + 96]
-    vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm3, ymm5                    ; layer 5
-    vpaddw       ymm3, ymm10, ymm3
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 896] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 768
-    vpmulhuw     ymm8, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpunpcklwd   ymm5, ymm6, ymm2
-    vpunpckhwd   ymm2, ymm6, ymm2
-    vpunpcklwd   ymm6, ymm9, ymm3
-    vpunpckhwd   ymm3, ymm9, ymm3
-    vpunpcklwd   ymm9, ymm8, ymm4
-    vpunpckhwd   ymm4, ymm8, ymm4
-    vpunpcklwd   ymm8, ymm7, ymm1
-    vpunpckhwd   ymm1, ymm7, ymm1
-    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm7
-    vpmulhuw     ymm7, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm3, [rax + 96]
-    vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm9, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1024
-    vpmulhuw     ymm9, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpunpcklwd   ymm5, ymm7, ymm2
-    vpunpckhwd   ymm2, ymm7, ymm2
-    vpunpcklwd   ymm7, ymm6, ymm3
-    vpunpckhwd   ymm3, ymm6, ymm3
-    vpunpcklwd   ymm6, ymm9, ymm4
-    vpunpckhwd   ymm4, ymm9, ymm4
-    vpunpcklwd   ymm9, ymm8, ymm1
-    vpunpckhwd   ymm1, ymm8, ymm1
-    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
-    vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 7
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
-    vpminuw      ymm5, ymm7, ymm5
-    vpmulhuw     ymm7, ymm3, [rax + 96]
-    vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 7
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
-    vpminuw      ymm5, ymm6, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1280
-    vpmulhuw     ymm6, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
-    vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 7
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpunpcklwd   ymm5, ymm8, ymm2
-    vpunpckhwd   ymm2, ymm8, ymm2
-    vpunpcklwd   ymm8, ymm7, ymm3
-    vpunpckhwd   ymm3, ymm7, ymm3
-    vpunpcklwd   ymm7, ymm6, ymm4
-    vpunpckhwd   ymm4, ymm6, ymm4
-    vpunpcklwd   ymm6, ymm9, ymm1
-    vpunpckhwd   ymm1, ymm9, ymm1
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
-    vpminuw      ymm5, ymm9, ymm5
-    vpmulhuw     ymm9, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm5, ymm2                    ; layer 8
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
-    vpminuw      ymm5, ymm8, ymm5
-    vpmulhuw     ymm8, ymm3, [rax + 96]
-    vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 8
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
-    vpminuw      ymm5, ymm7, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1536
-    vpmulhuw     ymm7, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm5, ymm4                    ; layer 8
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
-    vpminuw      ymm5, ymm6, ymm5
-    vpmulhuw     ymm6, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 8
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm2, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm2, ymm9, ymm2
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm8, ymm8, ymm9
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm3, ymm9, ymm3
-    vpsubw       ymm9, ymm7, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm7, ymm9, ymm7
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
-    vpminuw      ymm1, ymm9, ymm1
-    vmovdqu      [rdi], ymm5
-    vmovdqu      [rdi + 32], ymm2
-    vmovdqu      [rdi + 64], ymm8
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 128], ymm7
-    vmovdqu      [rdi + 160], ymm4
-    vmovdqu      [rdi + 192], ymm6
-    vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
-    vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm9, ymm9, ymm15
-    vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rax + 32]
     vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm9, ymm9, ymm0
@@ -1508,10 +1184,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
-    vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm5, ymm15, ymm5
-    vpsubw       ymm2, ymm2, ymm5
+    vpsubw       ymm5, ymm2, ymm10                   ; csub: before layer 2
+    vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm5, ymm5, ymm0
@@ -1519,10 +1193,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
-    vpmullw      ymm3, ymm14, ymm3
-    vpmullw      ymm5, ymm15, ymm5
-    vpsubw       ymm3, ymm3, ymm5
+    vpsubw       ymm5, ymm3, ymm10                   ; csub: before layer 2
+    vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax + 32]
     vpmullw      ymm7, ymm7, [rax]
     vpmullw      ymm5, ymm5, ymm0
@@ -1530,10 +1202,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm5, ymm15, ymm5
-    vpsubw       ymm4, ymm4, ymm5
+    vpsubw       ymm5, ymm4, ymm10                   ; csub: before layer 2
+    vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
     vpmullw      ymm5, ymm5, ymm0
@@ -1561,7 +1231,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
     vpminuw      ymm1, ymm1, ymm7
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1792
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 448] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 320
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
@@ -1607,7 +1277,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm6, ymm4
     vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
     vpminuw      ymm1, ymm1, ymm6
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2048
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 704] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 576
     vpmulhuw     ymm6, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
@@ -1652,7 +1322,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm5, ymm4
     vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
     vpminuw      ymm5, ymm7, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2304
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 960] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 832
     vpmulhuw     ymm7, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
@@ -1697,7 +1367,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm5, ymm4
     vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm8, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2688] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2560
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1216] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1088
     vpmulhuw     ymm8, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
@@ -1742,7 +1412,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm5, ymm4
     vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm9, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2816
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1472] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1344
     vpmulhuw     ymm9, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
@@ -1787,7 +1457,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm5, ymm4
     vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm6, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3072
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1600
     vpmulhuw     ymm6, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
@@ -1811,22 +1481,22 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm9, ymm6
     vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
     vpminuw      ymm1, ymm9, ymm1
-    vmovdqu      [rdi + 256], ymm5
-    vmovdqu      [rdi + 288], ymm2
-    vmovdqu      [rdi + 320], ymm8
-    vmovdqu      [rdi + 352], ymm3
-    vmovdqu      [rdi + 384], ymm7
-    vmovdqu      [rdi + 416], ymm4
-    vmovdqu      [rdi + 448], ymm6
-    vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rdi + 512]
-    vmovdqu      ymm2, [rdi + 544]
-    vmovdqu      ymm3, [rdi + 576]
-    vmovdqu      ymm4, [rdi + 608]
-    vmovdqu      ymm5, [rdi + 640]
-    vmovdqu      ymm6, [rdi + 672]
-    vmovdqu      ymm7, [rdi + 704]
-    vmovdqu      ymm8, [rdi + 736]
+    vmovdqu      [rdi], ymm5
+    vmovdqu      [rdi + 32], ymm2
+    vmovdqu      [rdi + 64], ymm8
+    vmovdqu      [rdi + 96], ymm3
+    vmovdqu      [rdi + 128], ymm7
+    vmovdqu      [rdi + 160], ymm4
+    vmovdqu      [rdi + 192], ymm6
+    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      ymm1, [rdi + 256]
+    vmovdqu      ymm2, [rdi + 288]
+    vmovdqu      ymm3, [rdi + 320]
+    vmovdqu      ymm4, [rdi + 352]
+    vmovdqu      ymm5, [rdi + 384]
+    vmovdqu      ymm6, [rdi + 416]
+    vmovdqu      ymm7, [rdi + 448]
+    vmovdqu      ymm8, [rdi + 480]
     vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
     vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm9, ymm9, ymm15
@@ -1909,7 +1579,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm3
     vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
     vpminuw      ymm3, ymm9, ymm3
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3456] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3328
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1856
     vpmulhuw     ymm9, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
@@ -1954,7 +1624,7 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm1, ymm6, ymm1, 49
     vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
     vpminuw      ymm2, ymm2, ymm6
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3712] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3584
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2240] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2112
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
@@ -1999,7 +1669,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm1, ymm7, ymm1
     vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm5, ymm7
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3968] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3840
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2496] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2368
     vpmulhuw     ymm7, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
@@ -2044,7 +1714,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm1, ymm8, ymm1
     vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm8, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4224] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4096
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2752] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2624
     vpmulhuw     ymm8, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
@@ -2089,7 +1759,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpunpckhwd   ymm1, ymm9, ymm1
     vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm9, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4480] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4352
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3008] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2880
     vpmulhuw     ymm9, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
@@ -2140,27 +1810,27 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm9, ymm6
     vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
     vpminuw      ymm1, ymm9, ymm1
-    vmovdqu      [rdi + 512], ymm5
-    vmovdqu      [rdi + 544], ymm2
-    vmovdqu      [rdi + 576], ymm8
-    vmovdqu      [rdi + 608], ymm3
-    vmovdqu      [rdi + 640], ymm7
-    vmovdqu      [rdi + 672], ymm4
-    vmovdqu      [rdi + 704], ymm6
-    vmovdqu      [rdi + 736], ymm1
-    vmovdqu      ymm1, [rdi + 768]
-    vmovdqu      ymm2, [rdi + 800]
-    vmovdqu      ymm3, [rdi + 832]
-    vmovdqu      ymm4, [rdi + 864]
-    vmovdqu      ymm5, [rdi + 896]
-    vmovdqu      ymm6, [rdi + 928]
-    vmovdqu      ymm7, [rdi + 960]
-    vmovdqu      ymm8, [rdi + 992]
+    vmovdqu      [rdi + 256], ymm5
+    vmovdqu      [rdi + 288], ymm2
+    vmovdqu      [rdi + 320], ymm8
+    vmovdqu      [rdi + 352], ymm3
+    vmovdqu      [rdi + 384], ymm7
+    vmovdqu      [rdi + 416], ymm4
+    vmovdqu      [rdi + 448], ymm6
+    vmovdqu      [rdi + 480], ymm1
+    vmovdqu      ymm1, [rdi + 512]
+    vmovdqu      ymm2, [rdi + 544]
+    vmovdqu      ymm3, [rdi + 576]
+    vmovdqu      ymm4, [rdi + 608]
+    vmovdqu      ymm5, [rdi + 640]
+    vmovdqu      ymm6, [rdi + 672]
+    vmovdqu      ymm7, [rdi + 704]
+    vmovdqu      ymm8, [rdi + 736]
     vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
     vpmullw      ymm1, ymm14, ymm1
     vpmullw      ymm9, ymm9, ymm15
     vpsubw       ymm1, ymm1, ymm9
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4608
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3136
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
@@ -2248,7 +1918,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm8
     vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
     vpminuw      ymm5, ymm8, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4992] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4864
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3520] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3392
     vpmulhuw     ymm8, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
@@ -2293,7 +1963,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm3
     vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
     vpminuw      ymm3, ymm9, ymm3
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5248] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5120
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3776] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3648
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
@@ -2338,7 +2008,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm5, ymm2
     vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
     vpminuw      ymm5, ymm6, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5504] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5376
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4032] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3904
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
@@ -2383,7 +2053,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm5, ymm2
     vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
     vpminuw      ymm5, ymm7, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5760] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5632
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4288] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4160
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
@@ -2428,7 +2098,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm5, ymm2
     vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
     vpminuw      ymm5, ymm8, ymm5
-    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6016] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5888
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4544] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4416
     vpmulhuw     ymm8, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm8, ymm8, ymm0
@@ -2449,6 +2119,336 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm5, ymm1                    ; layer 8
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm1, ymm5, ymm1
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm5, ymm9, ymm5
+    vpsubw       ymm9, ymm2, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm2, ymm9, ymm2
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm8, ymm8, ymm9
+    vpsubw       ymm9, ymm3, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm3, ymm9, ymm3
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm7, ymm9, ymm7
+    vpsubw       ymm9, ymm4, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm4, ymm9, ymm4
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm6, ymm9, ymm6
+    vpsubw       ymm9, ymm1, ymm10                   ; csub: the output range asked for
+    vpminuw      ymm1, ymm9, ymm1
+    vmovdqu      [rdi + 512], ymm5
+    vmovdqu      [rdi + 544], ymm2
+    vmovdqu      [rdi + 576], ymm8
+    vmovdqu      [rdi + 608], ymm3
+    vmovdqu      [rdi + 640], ymm7
+    vmovdqu      [rdi + 672], ymm4
+    vmovdqu      [rdi + 704], ymm6
+    vmovdqu      [rdi + 736], ymm1
+    vmovdqu      ymm1, [rdi + 768]
+    vmovdqu      ymm2, [rdi + 800]
+    vmovdqu      ymm3, [rdi + 832]
+    vmovdqu      ymm4, [rdi + 864]
+    vmovdqu      ymm5, [rdi + 896]
+    vmovdqu      ymm6, [rdi + 928]
+    vmovdqu      ymm7, [rdi + 960]
+    vmovdqu      ymm8, [rdi + 992]
+    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm14, ymm1
+    vpmullw      ymm9, ymm9, ymm15
+    vpsubw       ymm1, ymm1, ymm9
+    vpmulhuw     ymm9, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm1, ymm5                    ; layer 2
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, ymm5
+    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm14, ymm2
+    vpmullw      ymm5, ymm15, ymm5
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhuw     ymm5, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
+    vpmullw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm6, ymm5
+    vpaddw       ymm6, ymm2, ymm5                    ; layer 2
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm14, ymm3
+    vpmullw      ymm5, ymm15, ymm5
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhuw     ymm5, ymm7, [rax + 96]
+    vpmullw      ymm7, ymm7, [rax + 64]
+    vpmullw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm3, ymm5                    ; layer 2
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm14, ymm4
+    vpmullw      ymm5, ymm15, ymm5
+    vpsubw       ymm4, ymm4, ymm5
+    vpmulhuw     ymm5, ymm8, [rax + 96]
+    vpmullw      ymm8, ymm8, [rax + 64]
+    vpmullw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm8, ymm5
+    vpaddw       ymm8, ymm4, ymm5                    ; layer 2
+    vpaddw       ymm4, ymm10, ymm4
+    vpsubw       ymm4, ymm4, ymm5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
+    vpminuw      ymm5, ymm9, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4800] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4672
+    vpmulhuw     ymm9, ymm7, [rax - 96]
+    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm7, ymm7, ymm9
+    vpaddw       ymm9, ymm5, ymm7                    ; layer 3
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm7
+    vpsubw       ymm7, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm6, ymm7
+    vpmulhuw     ymm7, ymm8, [rax - 96]
+    vpmullw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm6, ymm7                    ; layer 3
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm6, ymm6, ymm7
+    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 3
+    vpminuw      ymm1, ymm1, ymm7
+    vpmulhuw     ymm7, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 3
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm3, ymm2, ymm10                   ; csub: before layer 3
+    vpminuw      ymm2, ymm2, ymm3
+    vpmulhuw     ymm3, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm4, ymm3
+    vpaddw       ymm4, ymm2, ymm3                    ; layer 3
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, ymm3
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 4
+    vpminuw      ymm3, ymm9, ymm3
+    vpmulhuw     ymm9, ymm8, [rax + 32]
+    vpmullw      ymm8, ymm8, [rax]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 4
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm6, [rax + 96]
+    vpmullw      ymm6, ymm6, [rax + 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm5, ymm6                    ; layer 4
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm6
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
+    vpminuw      ymm6, ymm7, ymm6
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5056] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4928
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpaddw       ymm7, ymm6, ymm4                    ; layer 4
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 4
+    vpminuw      ymm1, ymm1, ymm6
+    vpmulhuw     ymm6, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm1, ymm2                    ; layer 4
+    vpaddw       ymm1, ymm10, ymm1
+    vpsubw       ymm1, ymm1, ymm2
+    vperm2i128   ymm2, ymm9, ymm3, 32
+    vperm2i128   ymm3, ymm9, ymm3, 49
+    vperm2i128   ymm9, ymm8, ymm5, 32
+    vperm2i128   ymm5, ymm8, ymm5, 49
+    vperm2i128   ymm8, ymm7, ymm4, 32
+    vperm2i128   ymm4, ymm7, ymm4, 49
+    vperm2i128   ymm7, ymm6, ymm1, 32
+    vperm2i128   ymm1, ymm6, ymm1, 49
+    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
+    vpminuw      ymm2, ymm2, ymm6
+    vpmulhuw     ymm6, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm2, ymm3                    ; layer 5
+    vpaddw       ymm2, ymm10, ymm2
+    vpsubw       ymm2, ymm2, ymm3
+    vpsubw       ymm3, ymm9, ymm10                   ; csub: before layer 5
+    vpminuw      ymm3, ymm9, ymm3
+    vpmulhuw     ymm9, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm3, ymm5                    ; layer 5
+    vpaddw       ymm3, ymm10, ymm3
+    vpsubw       ymm3, ymm3, ymm5
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
+    vpminuw      ymm5, ymm8, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5312] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5184
+    vpmulhuw     ymm8, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm4, ymm5, ymm4
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
+    vpminuw      ymm5, ymm7, ymm5
+    vpmulhuw     ymm7, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm1, ymm5, ymm1
+    vpunpcklwd   ymm5, ymm6, ymm2
+    vpunpckhwd   ymm2, ymm6, ymm2
+    vpunpcklwd   ymm6, ymm9, ymm3
+    vpunpckhwd   ymm3, ymm9, ymm3
+    vpunpcklwd   ymm9, ymm8, ymm4
+    vpunpckhwd   ymm4, ymm8, ymm4
+    vpunpcklwd   ymm8, ymm7, ymm1
+    vpunpckhwd   ymm1, ymm7, ymm1
+    vpsubw       ymm7, ymm5, ymm10                   ; csub: before layer 6
+    vpminuw      ymm5, ymm5, ymm7
+    vpmulhuw     ymm7, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 6
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 6
+    vpminuw      ymm5, ymm6, ymm5
+    vpmulhuw     ymm6, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm5, ymm3                    ; layer 6
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
+    vpminuw      ymm5, ymm9, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5568] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5440
+    vpmulhuw     ymm9, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm4, ymm4, ymm9
+    vpaddw       ymm9, ymm5, ymm4                    ; layer 6
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm4, ymm5, ymm4
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm5, ymm1                    ; layer 6
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm1, ymm5, ymm1
+    vpunpcklwd   ymm5, ymm7, ymm2
+    vpunpckhwd   ymm2, ymm7, ymm2
+    vpunpcklwd   ymm7, ymm6, ymm3
+    vpunpckhwd   ymm3, ymm6, ymm3
+    vpunpcklwd   ymm6, ymm9, ymm4
+    vpunpckhwd   ymm4, ymm9, ymm4
+    vpunpcklwd   ymm9, ymm8, ymm1
+    vpunpckhwd   ymm1, ymm8, ymm1
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpaddw       ymm8, ymm5, ymm2                    ; layer 7
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm7, ymm5
+    vpmulhuw     ymm7, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm5, ymm3                    ; layer 7
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm6, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5824] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5696
+    vpmulhuw     ymm6, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 7
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm4, ymm5, ymm4
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpmulhuw     ymm9, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm5, ymm1                    ; layer 7
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm1, ymm5, ymm1
+    vpunpcklwd   ymm5, ymm8, ymm2
+    vpunpckhwd   ymm2, ymm8, ymm2
+    vpunpcklwd   ymm8, ymm7, ymm3
+    vpunpckhwd   ymm3, ymm7, ymm3
+    vpunpcklwd   ymm7, ymm6, ymm4
+    vpunpckhwd   ymm4, ymm6, ymm4
+    vpunpcklwd   ymm6, ymm9, ymm1
+    vpunpckhwd   ymm1, ymm9, ymm1
+    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    vpmulhuw     ymm9, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 8
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm2, ymm5, ymm2
+    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm8, ymm5
+    vpmulhuw     ymm8, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm5, ymm3                    ; layer 8
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm7, ymm5
+    lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6080] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5952
+    vpmulhuw     ymm7, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpaddw       ymm7, ymm5, ymm4                    ; layer 8
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm4, ymm5, ymm4
+    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 8
+    vpminuw      ymm5, ymm6, ymm5
+    vpmulhuw     ymm6, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm0, ymm6, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 8
@@ -5780,7 +5780,7 @@ kg_falcon12289_muladd_shoup_avx2:
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 8 x 96 instructions (repeated groups rolled: 4308 instructions run, 3964 written)
+;   loops: 8 x 90 instructions (repeated groups rolled: 4308 instructions run, 3903 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 112 vector reductions
@@ -5827,13 +5827,11 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm9, xmm5
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm5, xmm7
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 128] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rcx - 96]
     movdqa       xmm6, xmm8
     pmulhuw      xmm6, [rcx - 80]
@@ -5847,18 +5845,16 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm5, xmm7
     movdqa       xmm6, xmm4
     paddw        xmm6, xmm8
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm3, xmm7
     psubw        xmm4, xmm8
     movdqa       xmm7, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 192] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm7, [rcx - 96]
+    pmulhuw      xmm7, [rcx - 32]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm8, [rcx - 16]
+    pmullw       xmm5, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -5867,18 +5863,16 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm7, xmm5
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm5
     psubw        xmm10, xmm6
     movdqa       xmm5, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 256] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm5, [rcx - 96]
+    pmulhuw      xmm5, [rcx + 32]
     movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
+    pmulhuw      xmm6, [rcx + 48]
+    pmullw       xmm3, [rcx]
+    pmullw       xmm4, [rcx + 16]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm3, xmm5
@@ -5922,11 +5916,10 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 240]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1                         ; csub: before layer 2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rcx - 128]
+    psubw        xmm15, [rel pw_24578]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    psubw        xmm8, [rcx - 112]
+    psubw        xmm8, [rel pw_24578 + 16]
     pminuw       xmm1, xmm15
     pminuw       xmm2, xmm8
     movdqa       xmm8, xmm9
@@ -6866,17 +6859,14 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm15, [rcx - 128]
+    pmulhuw      xmm15, [rel pw_5]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
+    pmulhuw      xmm14, [rel pw_5 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm1, [rel pw_1 + 16]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
@@ -6887,8 +6877,7 @@ kg_falcon12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp], xmm7                         ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -6897,26 +6886,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm8, [rcx - 128]
+    pmulhuw      xmm8, [rel pw_5]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm2, [rel pw_1]
+    pmullw       xmm3, [rel pw_1 + 16]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
     pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
     pmulhuw      xmm9, [rcx - 80]
@@ -6930,26 +6914,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_5 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm5, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
     pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
     pmulhuw      xmm11, [rcx - 80]
@@ -6963,29 +6942,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm12, [rcx - 128]
+    pmulhuw      xmm12, [rel pw_5]
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm3, [rel pw_5 + 16]
+    pmullw       xmm6, [rel pw_1]
+    pmullw       xmm13, [rel pw_1 + 16]
+    pmullw       xmm12, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 96]                    ; reload
     movdqa       xmm12, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 1664
     pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
@@ -7840,17 +7814,14 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 752]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm15, [rcx - 128]
+    pmulhuw      xmm15, [rel pw_5]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
+    pmulhuw      xmm14, [rel pw_5 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm1, [rel pw_1 + 16]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
@@ -7861,8 +7832,7 @@ kg_falcon12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 96], xmm7                    ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -7871,26 +7841,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm8, [rcx - 128]
+    pmulhuw      xmm8, [rel pw_5]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm2, [rel pw_1]
+    pmullw       xmm3, [rel pw_1 + 16]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
     pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
     pmulhuw      xmm9, [rcx - 80]
@@ -7904,26 +7869,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_5 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm5, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
     pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
     pmulhuw      xmm11, [rcx - 80]
@@ -7937,29 +7897,24 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm12, [rcx - 128]
+    pmulhuw      xmm12, [rel pw_5]
     movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm3, [rel pw_5 + 16]
+    pmullw       xmm6, [rel pw_1]
+    pmullw       xmm13, [rel pw_1 + 16]
+    pmullw       xmm12, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 3136
     pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
@@ -8814,17 +8769,14 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1008]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm0                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm15, [rcx - 128]
+    pmulhuw      xmm15, [rel pw_5]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
+    pmulhuw      xmm14, [rel pw_5 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm1, [rel pw_1 + 16]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
     psubw        xmm0, xmm15
     psubw        xmm1, xmm14
     movdqa       xmm14, xmm8
@@ -8835,8 +8787,7 @@ kg_falcon12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 128], xmm7                   ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -8845,26 +8796,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm14, xmm8
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm9
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm2                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm8, [rcx - 128]
+    pmulhuw      xmm8, [rel pw_5]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm2, [rel pw_1]
+    pmullw       xmm3, [rel pw_1 + 16]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm2, xmm8
     psubw        xmm3, xmm9
     movdqa       xmm8, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
     pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm9, xmm11
     pmulhuw      xmm9, [rcx - 80]
@@ -8878,26 +8824,21 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm4                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_5 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm5, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
     movdqa       xmm10, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
     pmulhuw      xmm10, [rcx - 96]
     movdqa       xmm11, xmm13
     pmulhuw      xmm11, [rcx - 80]
@@ -8911,9 +8852,8 @@ kg_falcon12289_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm6                         ; shoup: before layer 2
@@ -8930,7 +8870,6 @@ kg_falcon12289_ntt_forward_sse:
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 64]                    ; reload
     movdqa       xmm12, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_forward_twiddles_sse near byte 4608
     pmulhuw      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
@@ -9788,8 +9727,7 @@ kg_falcon12289_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm13, [rel pw_m12287]              ; held in a register: read 32 times
     movdqu       xmm14, [rel pw_m12287 + 16]         ; held in a register: read 32 times
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; held in a register: read 32 times
+    movdqu       xmm15, [rel pw_24578]               ; held in a register: read 32 times
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -9832,9 +9770,10 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    lea          rax, [rel pw_24578 + 144]           ; addresses pw_24578 near byte 16
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -9884,9 +9823,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -9936,9 +9875,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -9988,9 +9927,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10040,9 +9979,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10092,9 +10031,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10144,9 +10083,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10196,9 +10135,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10248,9 +10187,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10300,9 +10239,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10352,9 +10291,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10404,9 +10343,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10456,9 +10395,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10508,9 +10447,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10560,9 +10499,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -10612,9 +10551,9 @@ kg_falcon12289_basemul_sse:
     movdqa       xmm7, xmm4
     psraw        xmm7, 15
     pand         xmm0, xmm15
-    pand         xmm5, [rax - 112]
+    pand         xmm5, [rax - 128]
     pand         xmm6, xmm15
-    pand         xmm7, [rax - 112]
+    pand         xmm7, [rax - 128]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm5
     paddw        xmm3, xmm6
@@ -10635,7 +10574,7 @@ kg_falcon12289_basemul_sse:
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 4 x 131 and 4 x 107 instructions (repeated groups rolled: 4717 instructions run, 4328 written)
+;   loops: 4 x 131 and 4 x 104 instructions (repeated groups rolled: 4717 instructions run, 4198 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -10656,8 +10595,7 @@ kg_falcon12289_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm0, [rcx - 128]                   ; q = 12289
+    movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -10681,9 +10619,8 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddw        xmm15, xmm4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
@@ -10698,13 +10635,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm3, [rcx - 128]
+    pmulhuw      xmm3, [rel pw_682]
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm14, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
+    pmulhuw      xmm4, [rel pw_682 + 16]
+    pmullw       xmm14, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm14, xmm3
@@ -10713,30 +10648,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddw        xmm4, xmm8
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 192] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 64
-    pmulhuw      xmm7, [rcx - 96]
+    pmulhuw      xmm7, [rcx - 32]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm8, [rcx - 16]
+    pmullw       xmm5, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm7, [rcx - 128]
+    pmulhuw      xmm7, [rel pw_682]
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
+    pmulhuw      xmm8, [rel pw_682 + 16]
+    pmullw       xmm3, [rel pw_128]
+    pmullw       xmm4, [rel pw_128 + 16]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm3, xmm7
@@ -10745,30 +10676,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 256] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 128
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx + 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
+    pmulhuw      xmm12, [rcx + 48]
+    pmullw       xmm9, [rcx]
+    pmullw       xmm10, [rcx + 16]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm11, [rcx - 128]
+    pmulhuw      xmm11, [rel pw_682]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm12, [rel pw_682 + 16]
+    pmullw       xmm7, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm7, xmm11
@@ -10779,32 +10706,28 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm12
     paddw        xmm8, [rsp + 32]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
     psubw        xmm13, [rsp + 64]
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 320] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 192
-    pmulhuw      xmm7, [rcx - 96]
+    pmulhuw      xmm7, [rcx + 96]
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm10, [rcx + 112]
+    pmullw       xmm13, [rcx + 64]
+    pmullw       xmm12, [rcx + 80]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm13, xmm7
     psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm7, [rcx - 128]
+    pmulhuw      xmm7, [rel pw_682]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm10, [rel pw_682 + 16]
+    pmullw       xmm11, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm7
@@ -10867,9 +10790,8 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm14
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm15
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm7, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm7, [rel pw_24578 + 16]
     psubw        xmm0, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm0
@@ -10879,8 +10801,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmulhuw      xmm14, [rcx - 80]
     pmullw       xmm0, [rcx - 128]
     pmullw       xmm7, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rcx - 128]                  ; reload
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm0, xmm13
@@ -10891,19 +10812,17 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm10, [rcx - 128]
-    paddw        xmm14, [rcx - 112]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp]
     movdqa       xmm3, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 448] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 320
-    pmulhuw      xmm3, [rcx - 96]
+    pmulhuw      xmm3, [rcx - 32]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
+    pmulhuw      xmm13, [rcx - 16]
+    pmullw       xmm10, [rcx - 64]
+    pmullw       xmm14, [rcx - 48]
     pmullw       xmm3, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -10914,18 +10833,16 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm1
     paddw        xmm13, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 512] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 384
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rcx - 80]
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm4, [rcx + 48]
+    pmullw       xmm3, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -10934,18 +10851,16 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm11
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm8
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 576] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 448
-    pmulhuw      xmm8, [rcx - 96]
+    pmulhuw      xmm8, [rcx + 96]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
+    pmulhuw      xmm11, [rcx + 112]
+    pmullw       xmm9, [rcx + 64]
+    pmullw       xmm5, [rcx + 80]
     pmullw       xmm8, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -11034,8 +10949,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm15, [rcx - 128]
     pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 160], xmm9                   ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm9, [rcx - 128]                   ; reload
+    movdqu       xmm9, [rel pw_12289]                ; reload
     pmullw       xmm5, xmm9
     pmullw       xmm6, xmm9
     psubw        xmm15, xmm5
@@ -11198,8 +11112,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm2, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 128], xmm14                  ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm3, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm2, xmm3
@@ -11478,13 +11391,11 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm7, xmm9
     movdqa       xmm11, xmm2
     paddw        xmm11, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, [rsp]
     movdqa       xmm9, xmm1
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1280
     pmulhuw      xmm9, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm2
@@ -11535,13 +11446,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm0
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm6, xmm8
     psubw        xmm2, xmm0
     movdqa       xmm0, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1344
     pmulhuw      xmm0, [rcx - 96]
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rcx - 80]
@@ -11621,13 +11530,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm12, xmm3
     psubw        xmm15, xmm4
     movdqa       xmm3, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
     pmulhuw      xmm3, [rcx - 96]
     movdqa       xmm4, xmm15
     pmulhuw      xmm4, [rcx - 80]
@@ -11645,13 +11552,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm6
     psubw        xmm15, xmm2
     movdqa       xmm2, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
     pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm6, xmm15
     pmulhuw      xmm6, [rcx - 80]
@@ -11703,30 +11608,26 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1600] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1472
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm3, [rcx - 16]
+    pmullw       xmm0, [rcx - 64]
+    pmullw       xmm1, [rcx - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm2, [rcx - 128]
+    pmulhuw      xmm2, [rel pw_682]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
+    pmulhuw      xmm3, [rel pw_682 + 16]
+    pmullw       xmm13, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -11735,30 +11636,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1664] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1536
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
+    pmulhuw      xmm7, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm5, [rcx + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_682]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm7, [rel pw_682 + 16]
+    pmullw       xmm2, [rel pw_128]
+    pmullw       xmm3, [rel pw_128 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -11767,30 +11664,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1728] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1600
-    pmulhuw      xmm10, [rcx - 96]
+    pmulhuw      xmm10, [rcx + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm11, [rcx + 112]
+    pmullw       xmm8, [rcx + 64]
+    pmullw       xmm9, [rcx + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_682]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_682 + 16]
+    pmullw       xmm6, [rel pw_128]
+    pmullw       xmm7, [rel pw_128 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -11801,9 +11694,8 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 128]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 160]
     psubw        xmm11, [rsp + 128]
     movdqa       [rsp + 128], xmm6                   ; spill
@@ -11820,13 +11712,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_682]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_682 + 16]
+    pmullw       xmm10, [rel pw_128]
+    pmullw       xmm7, [rel pw_128 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm10, xmm6
@@ -11889,20 +11779,17 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1856] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1728
-    pmulhuw      xmm12, [rcx - 96]
+    pmulhuw      xmm12, [rcx - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm14, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rcx - 128]                  ; reload
+    pmulhuw      xmm13, [rcx - 16]
+    pmullw       xmm14, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -11913,19 +11800,17 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1920] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1792
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm12, [rcx + 48]
+    pmullw       xmm9, [rcx]
+    pmullw       xmm13, [rcx + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -11936,18 +11821,16 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1984] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1856
-    pmulhuw      xmm1, [rcx - 96]
+    pmulhuw      xmm1, [rcx + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
+    pmulhuw      xmm3, [rcx + 112]
+    pmullw       xmm2, [rcx + 64]
+    pmullw       xmm0, [rcx + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -11956,9 +11839,8 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -12056,8 +11938,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm15, [rcx - 128]
     pmullw       xmm7, [rcx - 112]
     movdqa       [rsp + 32], xmm8                    ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rcx - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -12220,8 +12101,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm1, [rcx - 128]
     pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 64], xmm13                   ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm13, [rcx - 128]                  ; reload
+    movdqu       xmm13, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm1, xmm2
@@ -12500,13 +12380,11 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2752
     pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -12557,13 +12435,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2816
     pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rcx - 80]
@@ -12643,13 +12519,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
     pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rcx - 80]
@@ -12667,13 +12541,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
     pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rcx - 80]
@@ -12725,30 +12597,26 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3072] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2944
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm3, [rcx - 16]
+    pmullw       xmm0, [rcx - 64]
+    pmullw       xmm1, [rcx - 48]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm14
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm2, [rcx - 128]
+    pmulhuw      xmm2, [rel pw_682]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm14, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
+    pmulhuw      xmm3, [rel pw_682 + 16]
+    pmullw       xmm14, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm14, xmm2
@@ -12757,30 +12625,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3136] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3008
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
+    pmulhuw      xmm7, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm5, [rcx + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_682]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm7, [rel pw_682 + 16]
+    pmullw       xmm2, [rel pw_128]
+    pmullw       xmm3, [rel pw_128 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm2, xmm6
@@ -12789,30 +12653,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3200] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3072
-    pmulhuw      xmm10, [rcx - 96]
+    pmulhuw      xmm10, [rcx + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm11, [rcx + 112]
+    pmullw       xmm8, [rcx + 64]
+    pmullw       xmm9, [rcx + 80]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_682]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_682 + 16]
+    pmullw       xmm6, [rel pw_128]
+    pmullw       xmm7, [rel pw_128 + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm6, xmm10
@@ -12823,9 +12683,8 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 64]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 32]
     psubw        xmm11, [rsp + 64]
     movdqa       [rsp + 64], xmm6                    ; spill
@@ -12842,13 +12701,11 @@ kg_falcon12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_682]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_682 + 16]
+    pmullw       xmm10, [rel pw_128]
+    pmullw       xmm7, [rel pw_128 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm10, xmm6
@@ -12911,20 +12768,17 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm14
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm13, xmm14
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3328] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3200
-    pmulhuw      xmm12, [rcx - 96]
+    pmulhuw      xmm12, [rcx - 32]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rcx - 128]                  ; reload
+    pmulhuw      xmm14, [rcx - 16]
+    pmullw       xmm13, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm13, xmm12
@@ -12935,19 +12789,17 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm14
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm14, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm14, [rsp]
     movdqa       xmm2, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3392] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3264
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
+    pmulhuw      xmm12, [rcx + 48]
+    pmullw       xmm9, [rcx]
+    pmullw       xmm14, [rcx + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -12958,18 +12810,16 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3456] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3328
-    pmulhuw      xmm1, [rcx - 96]
+    pmulhuw      xmm1, [rcx + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
+    pmulhuw      xmm3, [rcx + 112]
+    pmullw       xmm2, [rcx + 64]
+    pmullw       xmm0, [rcx + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -12978,9 +12828,8 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -13078,8 +12927,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm15, [rcx - 128]
     pmullw       xmm7, [rcx - 112]
     movdqa       [rsp + 128], xmm8                   ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rcx - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -13242,8 +13090,7 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm1, [rcx - 128]
     pmullw       xmm8, [rcx - 112]
     movdqa       [rsp + 160], xmm14                  ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm1, xmm2
@@ -13522,13 +13369,11 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4224
     pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm1
@@ -13579,13 +13424,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4288
     pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rcx - 80]
@@ -13665,13 +13508,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
     pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rcx - 80]
@@ -13689,13 +13530,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
     pmulhuw      xmm1, [rcx - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rcx - 80]
@@ -13747,30 +13586,26 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4544] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4416
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm3, [rcx - 16]
+    pmullw       xmm0, [rcx - 64]
+    pmullw       xmm1, [rcx - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm2, [rcx - 128]
+    pmulhuw      xmm2, [rel pw_682]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
+    pmulhuw      xmm3, [rel pw_682 + 16]
+    pmullw       xmm13, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -13779,30 +13614,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4608] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4480
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
+    pmulhuw      xmm7, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm5, [rcx + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_682]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm7, [rel pw_682 + 16]
+    pmullw       xmm2, [rel pw_128]
+    pmullw       xmm3, [rel pw_128 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -13811,30 +13642,26 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4672] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4544
-    pmulhuw      xmm10, [rcx - 96]
+    pmulhuw      xmm10, [rcx + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm11, [rcx + 112]
+    pmullw       xmm8, [rcx + 64]
+    pmullw       xmm9, [rcx + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rcx, [rel pw_682 + 128]             ; addresses pw_682 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_682]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rcx - 112]
-    lea          rcx, [rel pw_128 + 128]             ; addresses pw_128 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
+    pmulhuw      xmm11, [rel pw_682 + 16]
+    pmullw       xmm6, [rel pw_128]
+    pmullw       xmm7, [rel pw_128 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -13845,9 +13672,8 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 160]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 128]
     psubw        xmm11, [rsp + 160]
     movdqa       [rsp + 160], xmm6                   ; spill
@@ -13931,20 +13757,17 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4800] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4672
-    pmulhuw      xmm12, [rcx - 96]
+    pmulhuw      xmm12, [rcx - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm14, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rcx - 128]                  ; reload
+    pmulhuw      xmm13, [rcx - 16]
+    pmullw       xmm14, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -13955,19 +13778,17 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4864] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4736
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm12, [rcx + 48]
+    pmullw       xmm9, [rcx]
+    pmullw       xmm13, [rcx + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -13978,18 +13799,16 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4928] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4800
-    pmulhuw      xmm1, [rcx - 96]
+    pmulhuw      xmm1, [rcx + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
+    pmulhuw      xmm3, [rcx + 112]
+    pmullw       xmm2, [rcx + 64]
+    pmullw       xmm0, [rcx + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -13998,9 +13817,8 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -14540,13 +14358,11 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5696
     pmulhuw      xmm8, [rcx - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -14597,13 +14413,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5760
     pmulhuw      xmm6, [rcx - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rcx - 80]
@@ -14683,13 +14497,11 @@ kg_falcon12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
     pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rcx - 80]
@@ -14890,9 +14702,8 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm8, xmm2
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
@@ -14910,18 +14721,16 @@ kg_falcon12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5952
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
+    pmulhuw      xmm7, [rcx - 16]
+    pmullw       xmm4, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6

@@ -112,6 +112,100 @@ static const uint16_t kg_falcon12289_ntt_positions[512][1] = {
     {488}, {504}, {489}, {505}, {490}, {506}, {491}, {507}, {492}, {508}, {493}, {509}, {494}, {510}, {495}, {511},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_falcon12289_ntt_to_standard[512] = {
+    0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
+    32, 48, 33, 49, 34, 50, 35, 51, 36, 52, 37, 53, 38, 54, 39, 55,
+    40, 56, 41, 57, 42, 58, 43, 59, 44, 60, 45, 61, 46, 62, 47, 63,
+    64, 80, 65, 81, 66, 82, 67, 83, 68, 84, 69, 85, 70, 86, 71, 87,
+    72, 88, 73, 89, 74, 90, 75, 91, 76, 92, 77, 93, 78, 94, 79, 95,
+    96, 112, 97, 113, 98, 114, 99, 115, 100, 116, 101, 117, 102, 118, 103, 119,
+    104, 120, 105, 121, 106, 122, 107, 123, 108, 124, 109, 125, 110, 126, 111, 127,
+    128, 144, 129, 145, 130, 146, 131, 147, 132, 148, 133, 149, 134, 150, 135, 151,
+    136, 152, 137, 153, 138, 154, 139, 155, 140, 156, 141, 157, 142, 158, 143, 159,
+    160, 176, 161, 177, 162, 178, 163, 179, 164, 180, 165, 181, 166, 182, 167, 183,
+    168, 184, 169, 185, 170, 186, 171, 187, 172, 188, 173, 189, 174, 190, 175, 191,
+    192, 208, 193, 209, 194, 210, 195, 211, 196, 212, 197, 213, 198, 214, 199, 215,
+    200, 216, 201, 217, 202, 218, 203, 219, 204, 220, 205, 221, 206, 222, 207, 223,
+    224, 240, 225, 241, 226, 242, 227, 243, 228, 244, 229, 245, 230, 246, 231, 247,
+    232, 248, 233, 249, 234, 250, 235, 251, 236, 252, 237, 253, 238, 254, 239, 255,
+    256, 272, 257, 273, 258, 274, 259, 275, 260, 276, 261, 277, 262, 278, 263, 279,
+    264, 280, 265, 281, 266, 282, 267, 283, 268, 284, 269, 285, 270, 286, 271, 287,
+    288, 304, 289, 305, 290, 306, 291, 307, 292, 308, 293, 309, 294, 310, 295, 311,
+    296, 312, 297, 313, 298, 314, 299, 315, 300, 316, 301, 317, 302, 318, 303, 319,
+    320, 336, 321, 337, 322, 338, 323, 339, 324, 340, 325, 341, 326, 342, 327, 343,
+    328, 344, 329, 345, 330, 346, 331, 347, 332, 348, 333, 349, 334, 350, 335, 351,
+    352, 368, 353, 369, 354, 370, 355, 371, 356, 372, 357, 373, 358, 374, 359, 375,
+    360, 376, 361, 377, 362, 378, 363, 379, 364, 380, 365, 381, 366, 382, 367, 383,
+    384, 400, 385, 401, 386, 402, 387, 403, 388, 404, 389, 405, 390, 406, 391, 407,
+    392, 408, 393, 409, 394, 410, 395, 411, 396, 412, 397, 413, 398, 414, 399, 415,
+    416, 432, 417, 433, 418, 434, 419, 435, 420, 436, 421, 437, 422, 438, 423, 439,
+    424, 440, 425, 441, 426, 442, 427, 443, 428, 444, 429, 445, 430, 446, 431, 447,
+    448, 464, 449, 465, 450, 466, 451, 467, 452, 468, 453, 469, 454, 470, 455, 471,
+    456, 472, 457, 473, 458, 474, 459, 475, 460, 476, 461, 477, 462, 478, 463, 479,
+    480, 496, 481, 497, 482, 498, 483, 499, 484, 500, 485, 501, 486, 502, 487, 503,
+    488, 504, 489, 505, 490, 506, 491, 507, 492, 508, 493, 509, 494, 510, 495, 511,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_falcon12289_ntt_from_standard[512] = {
+    0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+    1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+    33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63,
+    64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 86, 88, 90, 92, 94,
+    65, 67, 69, 71, 73, 75, 77, 79, 81, 83, 85, 87, 89, 91, 93, 95,
+    96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126,
+    97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127,
+    128, 130, 132, 134, 136, 138, 140, 142, 144, 146, 148, 150, 152, 154, 156, 158,
+    129, 131, 133, 135, 137, 139, 141, 143, 145, 147, 149, 151, 153, 155, 157, 159,
+    160, 162, 164, 166, 168, 170, 172, 174, 176, 178, 180, 182, 184, 186, 188, 190,
+    161, 163, 165, 167, 169, 171, 173, 175, 177, 179, 181, 183, 185, 187, 189, 191,
+    192, 194, 196, 198, 200, 202, 204, 206, 208, 210, 212, 214, 216, 218, 220, 222,
+    193, 195, 197, 199, 201, 203, 205, 207, 209, 211, 213, 215, 217, 219, 221, 223,
+    224, 226, 228, 230, 232, 234, 236, 238, 240, 242, 244, 246, 248, 250, 252, 254,
+    225, 227, 229, 231, 233, 235, 237, 239, 241, 243, 245, 247, 249, 251, 253, 255,
+    256, 258, 260, 262, 264, 266, 268, 270, 272, 274, 276, 278, 280, 282, 284, 286,
+    257, 259, 261, 263, 265, 267, 269, 271, 273, 275, 277, 279, 281, 283, 285, 287,
+    288, 290, 292, 294, 296, 298, 300, 302, 304, 306, 308, 310, 312, 314, 316, 318,
+    289, 291, 293, 295, 297, 299, 301, 303, 305, 307, 309, 311, 313, 315, 317, 319,
+    320, 322, 324, 326, 328, 330, 332, 334, 336, 338, 340, 342, 344, 346, 348, 350,
+    321, 323, 325, 327, 329, 331, 333, 335, 337, 339, 341, 343, 345, 347, 349, 351,
+    352, 354, 356, 358, 360, 362, 364, 366, 368, 370, 372, 374, 376, 378, 380, 382,
+    353, 355, 357, 359, 361, 363, 365, 367, 369, 371, 373, 375, 377, 379, 381, 383,
+    384, 386, 388, 390, 392, 394, 396, 398, 400, 402, 404, 406, 408, 410, 412, 414,
+    385, 387, 389, 391, 393, 395, 397, 399, 401, 403, 405, 407, 409, 411, 413, 415,
+    416, 418, 420, 422, 424, 426, 428, 430, 432, 434, 436, 438, 440, 442, 444, 446,
+    417, 419, 421, 423, 425, 427, 429, 431, 433, 435, 437, 439, 441, 443, 445, 447,
+    448, 450, 452, 454, 456, 458, 460, 462, 464, 466, 468, 470, 472, 474, 476, 478,
+    449, 451, 453, 455, 457, 459, 461, 463, 465, 467, 469, 471, 473, 475, 477, 479,
+    480, 482, 484, 486, 488, 490, 492, 494, 496, 498, 500, 502, 504, 506, 508, 510,
+    481, 483, 485, 487, 489, 491, 493, 495, 497, 499, 501, 503, 505, 507, 509, 511,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_FALCON12289_NTT_FORWARD_A_LEN 512
+#define KG_FALCON12289_BASEMUL_R_LEN 512
+#define KG_FALCON12289_BASEMUL_A_LEN 512
+#define KG_FALCON12289_BASEMUL_B_LEN 512
+#define KG_FALCON12289_NTT_INVERSE_A_LEN 512
+#define KG_FALCON12289_REDUCE_SHOUP_A_LEN 512
+#define KG_FALCON12289_FREEZE_A_LEN 512
+#define KG_FALCON12289_MULMOD_SHOUP_R_LEN 512
+#define KG_FALCON12289_MULMOD_SHOUP_A_LEN 512
+#define KG_FALCON12289_MULMOD_SHOUP_W_LEN 512
+#define KG_FALCON12289_MULMOD_SHOUP_WP_LEN 512
+#define KG_FALCON12289_MULADD_SHOUP_R_LEN 512
+#define KG_FALCON12289_MULADD_SHOUP_A_LEN 512
+#define KG_FALCON12289_MULADD_SHOUP_W_LEN 512
+#define KG_FALCON12289_MULADD_SHOUP_WP_LEN 512
+#define KG_FALCON12289_MULADD_SHOUP_B_LEN 512
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -122,9 +216,9 @@ extern "C" {
  *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_forward_avx2(uint16_t a[512]);
+void kg_falcon12289_ntt_forward_avx2(uint16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -132,11 +226,11 @@ void kg_falcon12289_ntt_forward_avx2(uint16_t a[512]);
  *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint16_t (KG_FALCON12289_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_basemul_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
+void kg_falcon12289_basemul_avx2(uint16_t *r, const uint16_t *a, const uint16_t *b);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
@@ -144,52 +238,52 @@ void kg_falcon12289_basemul_avx2(uint16_t r[512], const uint16_t a[512], const u
  *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_inverse_avx2(uint16_t a[512]);
+void kg_falcon12289_ntt_inverse_avx2(uint16_t *a);
 
 
 /* reduce a[512] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_reduce_shoup_avx2(uint16_t a[512]);
+void kg_falcon12289_reduce_shoup_avx2(uint16_t *a);
 
 
 /* a[512] in place to canonical form in [0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_freeze_avx2(uint16_t a[512]);
+void kg_falcon12289_freeze_avx2(uint16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_mulmod_shoup_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
+void kg_falcon12289_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_muladd_shoup_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
+void kg_falcon12289_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
@@ -197,9 +291,9 @@ void kg_falcon12289_muladd_shoup_avx2(uint16_t r[512], const uint16_t a[512], co
  *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_forward_sse(uint16_t a[512]);
+void kg_falcon12289_ntt_forward_sse(uint16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -207,11 +301,11 @@ void kg_falcon12289_ntt_forward_sse(uint16_t a[512]);
  *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint16_t (KG_FALCON12289_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_basemul_sse(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
+void kg_falcon12289_basemul_sse(uint16_t *r, const uint16_t *a, const uint16_t *b);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
@@ -219,52 +313,52 @@ void kg_falcon12289_basemul_sse(uint16_t r[512], const uint16_t a[512], const ui
  *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_inverse_sse(uint16_t a[512]);
+void kg_falcon12289_ntt_inverse_sse(uint16_t *a);
 
 
 /* reduce a[512] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_reduce_shoup_sse(uint16_t a[512]);
+void kg_falcon12289_reduce_shoup_sse(uint16_t *a);
 
 
 /* a[512] in place to canonical form in [0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_freeze_sse(uint16_t a[512]);
+void kg_falcon12289_freeze_sse(uint16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_mulmod_shoup_sse(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
+void kg_falcon12289_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_muladd_shoup_sse(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
+void kg_falcon12289_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* Dispatch: falcon-12289_dispatch.c (optional; compile and link it to use these).
@@ -277,13 +371,13 @@ void kg_falcon12289_muladd_shoup_sse(uint16_t r[512], const uint16_t a[512], con
  */
 const char *kg_falcon12289_isa(void);
 int kg_falcon12289_use_isa(const char *isa);
-void kg_falcon12289_ntt_forward(uint16_t a[512]);
-void kg_falcon12289_basemul(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
-void kg_falcon12289_ntt_inverse(uint16_t a[512]);
-void kg_falcon12289_reduce_shoup(uint16_t a[512]);
-void kg_falcon12289_freeze(uint16_t a[512]);
-void kg_falcon12289_mulmod_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
-void kg_falcon12289_muladd_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
+void kg_falcon12289_ntt_forward(uint16_t *a);
+void kg_falcon12289_basemul(uint16_t *r, const uint16_t *a, const uint16_t *b);
+void kg_falcon12289_ntt_inverse(uint16_t *a);
+void kg_falcon12289_reduce_shoup(uint16_t *a);
+void kg_falcon12289_freeze(uint16_t *a);
+void kg_falcon12289_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+void kg_falcon12289_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 #ifdef __cplusplus

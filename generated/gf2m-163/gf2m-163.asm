@@ -1721,7 +1721,7 @@ kg_gf2m163_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-6}, rax, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
 align 32
@@ -1745,41 +1745,12 @@ kg_gf2m163_msqr4_avx2:
     vpxor        xmm0, xmm0, xmm2
     vpsrldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm2, xmm1, 35
     vpsllq       xmm3, xmm2, 7
     vpsllq       xmm4, xmm2, 6
     vpsllq       xmm5, xmm2, 3
-    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
-    vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpxor        xmm0, xmm0, xmm2
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vpsrlq       xmm2, xmm1, 35
-    vpsllq       xmm3, xmm2, 7
-    vpsllq       xmm4, xmm2, 6
-    vpsllq       xmm5, xmm2, 3
-    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm2, xmm3, xmm2
@@ -1804,7 +1775,7 @@ kg_gf2m163_msqr4_avx2:
     vpsllq       xmm3, xmm2, 7
     vpsllq       xmm4, xmm2, 6
     vpsllq       xmm5, xmm2, 3
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm2, xmm3, xmm2
@@ -1829,7 +1800,32 @@ kg_gf2m163_msqr4_avx2:
     vpsllq       xmm3, xmm2, 7
     vpsllq       xmm4, xmm2, 6
     vpsllq       xmm5, xmm2, 3
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm2, xmm3, xmm2
@@ -2853,8 +2849,7 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm6, xmm6, xmm7
     vpsrldq      xmm5, xmm5, 8
     vpxor        xmm4, xmm4, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm4, xmm4, [rax - 128]
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm2, xmm13, 0
     vpclmulqdq   xmm7, xmm2, xmm13, 1
     vpclmulqdq   xmm9, xmm2, xmm13, 16
@@ -2874,7 +2869,6 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm7, xmm9, xmm7
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm3, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
     vpxor        xmm2, xmm7, xmm2
@@ -2887,12 +2881,10 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm3, xmm12, xmm12, 17
     vpclmulqdq   xmm7, xmm12, xmm12, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm9, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
     vpxor        xmm0, xmm3, xmm0
@@ -2905,12 +2897,10 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm3, xmm3, xmm7
     vpsrldq      xmm7, xmm9, 8
     vpxor        xmm0, xmm0, xmm7
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rax - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm7, xmm13, xmm13, 17
     vpclmulqdq   xmm9, xmm13, xmm13, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm10, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpxor        xmm1, xmm7, xmm1
@@ -2923,14 +2913,12 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm7, xmm9, xmm7
     vpsrldq      xmm9, xmm10, 8
     vpxor        xmm1, xmm9, xmm1
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpxor        xmm9, xmm6, xmm5
     vpxor        xmm10, xmm4, xmm2
     vpclmulqdq   xmm10, xmm10, xmm10, 0
     vpclmulqdq   xmm11, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm12, xmm10, [rax - 128], 0
     vpclmulqdq   xmm10, xmm10, [rax - 128], 1
     vpxor        xmm10, xmm11, xmm10
@@ -2943,8 +2931,7 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm9, xmm9, xmm11
     vpsrldq      xmm11, xmm12, 8
     vpxor        xmm10, xmm10, xmm11
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm10, xmm10, [rax - 128]
+    vpand        xmm10, xmm10, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm11, xmm3, xmm7, 0
     vpclmulqdq   xmm12, xmm3, xmm7, 1
     vpclmulqdq   xmm13, xmm3, xmm7, 16
@@ -2968,7 +2955,6 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm2, xmm11, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm4, xmm6, xmm4
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm6, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
     vpxor        xmm2, xmm2, xmm4
@@ -2981,8 +2967,7 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm4, xmm4, xmm5
     vpsrldq      xmm5, xmm6, 8
     vpxor        xmm2, xmm2, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm8, xmm7, 0
     vpclmulqdq   xmm6, xmm8, xmm7, 1
     vpclmulqdq   xmm11, xmm8, xmm7, 16
@@ -3003,7 +2988,6 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm6, xmm11, xmm6
     vpsrldq      xmm7, xmm7, 8
     vpxor        xmm1, xmm1, xmm7
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm7, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpxor        xmm1, xmm6, xmm1
@@ -3016,14 +3000,12 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpxor        xmm3, xmm3, xmm5
     vpxor        xmm0, xmm0, xmm1
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm1, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
     vpxor        xmm0, xmm1, xmm0
@@ -3231,12 +3213,10 @@ kg_gf2m163_ladder_step2_avx2:
     vpxor        ymm4, ymm4, ymm5
     vpsrldq      ymm3, ymm3, 8
     vpxor        ymm2, ymm2, ymm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm2, ymm2, [rax - 128]
+    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vpclmulqdq   ymm1, ymm1, ymm1, 0
     vpclmulqdq   ymm3, ymm0, ymm0, 17
     vpclmulqdq   ymm0, ymm0, ymm0, 0
-    lea          rax, [rel gf2m_g_1920000000_x2 + 128] ; addresses gf2m_g_1920000000_x2 near byte 0
     vpclmulqdq   ymm5, ymm1, [rax - 128], 0
     vpclmulqdq   ymm1, ymm1, [rax - 128], 1
     vpxor        ymm1, ymm3, ymm1
@@ -3249,8 +3229,7 @@ kg_gf2m163_ladder_step2_avx2:
     vpxor        ymm0, ymm0, ymm3
     vpsrldq      ymm3, ymm5, 8
     vpxor        ymm1, ymm1, ymm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm1, ymm1, [rax - 128]
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm3, ymm0, xmm10, 1
     vinserti128  ymm5, ymm1, xmm11, 1
     vperm2i128   ymm6, ymm0, ymm0, 17
@@ -3274,7 +3253,6 @@ kg_gf2m163_ladder_step2_avx2:
     vpxor        ymm7, ymm11, ymm7
     vpsrldq      ymm3, ymm3, 8
     vpxor        ymm3, ymm5, ymm3
-    lea          rax, [rel gf2m_g_1920000000_x2 + 128] ; addresses gf2m_g_1920000000_x2 near byte 0
     vpclmulqdq   ymm5, ymm3, [rax - 128], 0
     vpclmulqdq   ymm3, ymm3, [rax - 128], 1
     vpxor        ymm3, ymm7, ymm3
@@ -3894,8 +3872,7 @@ kg_gf2m163_inv_avx2:
     vpsllq       xmm5, xmm3, 7
     vpsllq       xmm6, xmm3, 6
     vpsllq       xmm7, xmm3, 3
-    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
-    vpand        xmm8, xmm2, [rax - 128]
+    vpand        xmm8, xmm2, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm3, xmm5, xmm3
@@ -3906,10 +3883,9 @@ kg_gf2m163_inv_avx2:
     vpbroadcastq ymm6, xmm8
     vpblendd     ymm3, ymm5, ymm3, 12
     vpblendd     ymm3, ymm3, ymm6, 48
-    lea          rax, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu      ymm5, [rax - 128]
+    vmovdqu      ymm5, [rel gf2m_zero4]
     vpblendd     ymm3, ymm3, ymm5, 192
-    vmovdqu      ymm5, [rax - 128]
+    vmovdqu      ymm5, [rel gf2m_zero4]
     vpsllq       ymm6, ymm3, 63
     vpcmpgtq     ymm6, ymm5, ymm6
     lea          rax, [rel gf2m_sq20_map + 128]      ; addresses gf2m_sq20_map near byte 0
@@ -4621,8 +4597,7 @@ kg_gf2m163_inv_avx2:
     vpsllq       xmm5, xmm4, 7
     vpsllq       xmm6, xmm4, 6
     vpsllq       xmm7, xmm4, 3
-    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
-    vpand        xmm8, xmm2, [rax - 128]
+    vpand        xmm8, xmm2, [rel gf2m_mask_7ffffffff_0]
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm4, xmm5, xmm4
@@ -4633,10 +4608,9 @@ kg_gf2m163_inv_avx2:
     vpbroadcastq ymm6, xmm8
     vpblendd     ymm4, ymm5, ymm4, 12
     vpblendd     ymm4, ymm4, ymm6, 48
-    lea          rax, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu      ymm5, [rax - 128]
+    vmovdqu      ymm5, [rel gf2m_zero4]
     vpblendd     ymm4, ymm4, ymm5, 192
-    vmovdqu      ymm5, [rax - 128]
+    vmovdqu      ymm5, [rel gf2m_zero4]
     vpsllq       ymm6, ymm4, 63
     vpcmpgtq     ymm6, ymm5, ymm6
     lea          rax, [rel gf2m_sq40_map + 128]      ; addresses gf2m_sq40_map near byte 0

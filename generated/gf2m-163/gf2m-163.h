@@ -22,6 +22,56 @@
 
 #include <stdint.h>
 
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_GF2M163_MUL_OUT_LEN 3
+#define KG_GF2M163_MUL_A_LEN 3
+#define KG_GF2M163_MUL_B_LEN 3
+#define KG_GF2M163_SQR_OUT_LEN 3
+#define KG_GF2M163_SQR_A_LEN 3
+#define KG_GF2M163_MUL_LAZY_OUT_LEN 3
+#define KG_GF2M163_MUL_LAZY_A_LEN 3
+#define KG_GF2M163_MUL_LAZY_B_LEN 3
+#define KG_GF2M163_SQR_LAZY_OUT_LEN 3
+#define KG_GF2M163_SQR_LAZY_A_LEN 3
+#define KG_GF2M163_FREEZE_OUT_LEN 3
+#define KG_GF2M163_FREEZE_A_LEN 3
+#define KG_GF2M163_REDUCE_OUT_LEN 3
+#define KG_GF2M163_REDUCE_C_LEN 6
+#define KG_GF2M163_MULWIDE_OUT_LEN 6
+#define KG_GF2M163_MULWIDE_A_LEN 3
+#define KG_GF2M163_MULWIDE_B_LEN 3
+#define KG_GF2M163_MULADD_OUT_LEN 3
+#define KG_GF2M163_MULADD_A_LEN 3
+#define KG_GF2M163_MULADD_B_LEN 3
+#define KG_GF2M163_MULADD_C_LEN 3
+#define KG_GF2M163_MULADD_D_LEN 3
+#define KG_GF2M163_REDUCE_GPR_OUT_LEN 3
+#define KG_GF2M163_REDUCE_GPR_C_LEN 6
+#define KG_GF2M163_MSQR2_OUT_LEN 3
+#define KG_GF2M163_MSQR2_A_LEN 3
+#define KG_GF2M163_MSQR4_OUT_LEN 3
+#define KG_GF2M163_MSQR4_A_LEN 3
+#define KG_GF2M163_MSQR8_OUT_LEN 3
+#define KG_GF2M163_MSQR8_A_LEN 3
+#define KG_GF2M163_MSQR16_OUT_LEN 3
+#define KG_GF2M163_MSQR16_A_LEN 3
+#define KG_GF2M163_LADDER_STEP_OUT_LEN 12
+#define KG_GF2M163_LADDER_STEP_ST_LEN 12
+#define KG_GF2M163_LADDER_STEP_X_LEN 3
+#define KG_GF2M163_LADDER_STEP_C_LEN 3
+#define KG_GF2M163_LADDER_STEP_SWAP_LEN 1
+#define KG_GF2M163_LADDER_STEP2_OUT_LEN 12
+#define KG_GF2M163_LADDER_STEP2_ST_LEN 12
+#define KG_GF2M163_LADDER_STEP2_X_LEN 3
+#define KG_GF2M163_LADDER_STEP2_C_LEN 3
+#define KG_GF2M163_LADDER_STEP2_SWAP_LEN 1
+#define KG_GF2M163_INV_OUT_LEN 3
+#define KG_GF2M163_INV_A_LEN 3
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,11 +83,11 @@ extern "C" {
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
- *   b: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MUL_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MUL_A_LEN), in, 8-byte aligned
+ *   b: 3 x uint64_t (KG_GF2M163_MUL_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_mul_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[3]);
+void kg_gf2m163_mul_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^163)
@@ -46,10 +96,10 @@ void kg_gf2m163_mul_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_SQR_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_SQR_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_sqr_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_sqr_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
@@ -58,11 +108,11 @@ void kg_gf2m163_sqr_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
- *   b: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MUL_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MUL_LAZY_A_LEN), in, 8-byte aligned
+ *   b: 3 x uint64_t (KG_GF2M163_MUL_LAZY_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_mul_lazy_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[3]);
+void kg_gf2m163_mul_lazy_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
@@ -71,10 +121,10 @@ void kg_gf2m163_mul_lazy_avx2(uint64_t out[3], const uint64_t a[3], const uint64
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_SQR_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_SQR_LAZY_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_sqr_lazy_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_sqr_lazy_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a mod f: a lazy element in its reduced form
@@ -83,10 +133,10 @@ void kg_gf2m163_sqr_lazy_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_FREEZE_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_FREEZE_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_freeze_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_freeze_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = c mod f for an unreduced c of degree <= 324
@@ -95,10 +145,10 @@ void kg_gf2m163_freeze_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   c: 6 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_REDUCE_OUT_LEN), out, 8-byte aligned
+ *   c: 6 x uint64_t (KG_GF2M163_REDUCE_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_reduce_avx2(uint64_t out[3], const uint64_t c[6]);
+void kg_gf2m163_reduce_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
@@ -107,11 +157,11 @@ void kg_gf2m163_reduce_avx2(uint64_t out[3], const uint64_t c[6]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 6 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
- *   b: 3 x uint64_t, in, 8-byte aligned
+ *   out: 6 x uint64_t (KG_GF2M163_MULWIDE_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MULWIDE_A_LEN), in, 8-byte aligned
+ *   b: 3 x uint64_t (KG_GF2M163_MULWIDE_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_mulwide_avx2(uint64_t out[6], const uint64_t a[3], const uint64_t b[3]);
+void kg_gf2m163_mulwide_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a*b + c*d mod f in GF(2^163), one reduction
@@ -120,13 +170,13 @@ void kg_gf2m163_mulwide_avx2(uint64_t out[6], const uint64_t a[3], const uint64_
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
- *   b: 3 x uint64_t, in, 8-byte aligned
- *   c: 3 x uint64_t, in, 8-byte aligned
- *   d: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MULADD_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MULADD_A_LEN), in, 8-byte aligned
+ *   b: 3 x uint64_t (KG_GF2M163_MULADD_B_LEN), in, 8-byte aligned
+ *   c: 3 x uint64_t (KG_GF2M163_MULADD_C_LEN), in, 8-byte aligned
+ *   d: 3 x uint64_t (KG_GF2M163_MULADD_D_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_muladd_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[3], const uint64_t c[3], const uint64_t d[3]);
+void kg_gf2m163_muladd_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c, const uint64_t *d);
 
 
 /* out = c mod f for an unreduced c of degree <= 324 (64-bit general registers, one pass from the top word down)
@@ -135,10 +185,10 @@ void kg_gf2m163_muladd_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: none beyond x86-64 (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   c: 6 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_REDUCE_GPR_OUT_LEN), out, 8-byte aligned
+ *   c: 6 x uint64_t (KG_GF2M163_REDUCE_GPR_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_reduce_gpr_avx2(uint64_t out[3], const uint64_t c[6]);
+void kg_gf2m163_reduce_gpr_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a^(2^2) mod f in GF(2^163) (2 squarings)
@@ -147,10 +197,10 @@ void kg_gf2m163_reduce_gpr_avx2(uint64_t out[3], const uint64_t c[6]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MSQR2_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MSQR2_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_msqr2_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_msqr2_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^4) mod f in GF(2^163) (4 squarings)
@@ -159,10 +209,10 @@ void kg_gf2m163_msqr2_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MSQR4_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MSQR4_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_msqr4_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_msqr4_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^8) mod f in GF(2^163) (8 squarings)
@@ -171,10 +221,10 @@ void kg_gf2m163_msqr4_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MSQR8_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MSQR8_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_msqr8_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_msqr8_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^16) mod f in GF(2^163) (one precomputed linear map, applied under masks)
@@ -183,10 +233,10 @@ void kg_gf2m163_msqr8_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_MSQR16_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_MSQR16_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_msqr16_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_msqr16_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163)
@@ -196,13 +246,13 @@ void kg_gf2m163_msqr16_avx2(uint64_t out[3], const uint64_t a[3]);
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 12 x uint64_t, out, 8-byte aligned
- *   st: 12 x uint64_t, in, 8-byte aligned
- *   x: 3 x uint64_t, in, 8-byte aligned
- *   c: 3 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 12 x uint64_t (KG_GF2M163_LADDER_STEP_OUT_LEN), out, 8-byte aligned
+ *   st: 12 x uint64_t (KG_GF2M163_LADDER_STEP_ST_LEN), in, 8-byte aligned
+ *   x: 3 x uint64_t (KG_GF2M163_LADDER_STEP_X_LEN), in, 8-byte aligned
+ *   c: 3 x uint64_t (KG_GF2M163_LADDER_STEP_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M163_LADDER_STEP_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_ladder_step_avx2(uint64_t out[12], const uint64_t st[12], const uint64_t x[3], const uint64_t c[3], const uint64_t swap[1]);
+void kg_gf2m163_ladder_step_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163) (two operations per ymm lane pair; needs VPCLMULQDQ)
@@ -212,13 +262,13 @@ void kg_gf2m163_ladder_step_avx2(uint64_t out[12], const uint64_t st[12], const 
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
- *   out: 12 x uint64_t, out, 8-byte aligned
- *   st: 12 x uint64_t, in, 8-byte aligned
- *   x: 3 x uint64_t, in, 8-byte aligned
- *   c: 3 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 12 x uint64_t (KG_GF2M163_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
+ *   st: 12 x uint64_t (KG_GF2M163_LADDER_STEP2_ST_LEN), in, 8-byte aligned
+ *   x: 3 x uint64_t (KG_GF2M163_LADDER_STEP2_X_LEN), in, 8-byte aligned
+ *   c: 3 x uint64_t (KG_GF2M163_LADDER_STEP2_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M163_LADDER_STEP2_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_ladder_step2_avx2(uint64_t out[12], const uint64_t st[12], const uint64_t x[3], const uint64_t c[3], const uint64_t swap[1]);
+void kg_gf2m163_ladder_step2_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* out = a^-1 mod f in GF(2^163) (Itoh-Tsujii: 9 multiplications; a^(2^k) as a linear map for k in [20, 40, 81], squarings otherwise)
@@ -227,10 +277,10 @@ void kg_gf2m163_ladder_step2_avx2(uint64_t out[12], const uint64_t st[12], const
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 3 x uint64_t, out, 8-byte aligned
- *   a: 3 x uint64_t, in, 8-byte aligned
+ *   out: 3 x uint64_t (KG_GF2M163_INV_OUT_LEN), out, 8-byte aligned
+ *   a: 3 x uint64_t (KG_GF2M163_INV_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m163_inv_avx2(uint64_t out[3], const uint64_t a[3]);
+void kg_gf2m163_inv_avx2(uint64_t *out, const uint64_t *a);
 
 
 #ifdef __cplusplus

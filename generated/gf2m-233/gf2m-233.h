@@ -22,6 +22,56 @@
 
 #include <stdint.h>
 
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_GF2M233_MUL_OUT_LEN 4
+#define KG_GF2M233_MUL_A_LEN 4
+#define KG_GF2M233_MUL_B_LEN 4
+#define KG_GF2M233_SQR_OUT_LEN 4
+#define KG_GF2M233_SQR_A_LEN 4
+#define KG_GF2M233_MUL_LAZY_OUT_LEN 4
+#define KG_GF2M233_MUL_LAZY_A_LEN 4
+#define KG_GF2M233_MUL_LAZY_B_LEN 4
+#define KG_GF2M233_SQR_LAZY_OUT_LEN 4
+#define KG_GF2M233_SQR_LAZY_A_LEN 4
+#define KG_GF2M233_FREEZE_OUT_LEN 4
+#define KG_GF2M233_FREEZE_A_LEN 4
+#define KG_GF2M233_REDUCE_OUT_LEN 4
+#define KG_GF2M233_REDUCE_C_LEN 8
+#define KG_GF2M233_MULWIDE_OUT_LEN 8
+#define KG_GF2M233_MULWIDE_A_LEN 4
+#define KG_GF2M233_MULWIDE_B_LEN 4
+#define KG_GF2M233_MULADD_OUT_LEN 4
+#define KG_GF2M233_MULADD_A_LEN 4
+#define KG_GF2M233_MULADD_B_LEN 4
+#define KG_GF2M233_MULADD_C_LEN 4
+#define KG_GF2M233_MULADD_D_LEN 4
+#define KG_GF2M233_REDUCE_GPR_OUT_LEN 4
+#define KG_GF2M233_REDUCE_GPR_C_LEN 8
+#define KG_GF2M233_MSQR2_OUT_LEN 4
+#define KG_GF2M233_MSQR2_A_LEN 4
+#define KG_GF2M233_MSQR4_OUT_LEN 4
+#define KG_GF2M233_MSQR4_A_LEN 4
+#define KG_GF2M233_MSQR8_OUT_LEN 4
+#define KG_GF2M233_MSQR8_A_LEN 4
+#define KG_GF2M233_MSQR16_OUT_LEN 4
+#define KG_GF2M233_MSQR16_A_LEN 4
+#define KG_GF2M233_LADDER_STEP_OUT_LEN 16
+#define KG_GF2M233_LADDER_STEP_ST_LEN 16
+#define KG_GF2M233_LADDER_STEP_X_LEN 4
+#define KG_GF2M233_LADDER_STEP_C_LEN 4
+#define KG_GF2M233_LADDER_STEP_SWAP_LEN 1
+#define KG_GF2M233_LADDER_STEP2_OUT_LEN 16
+#define KG_GF2M233_LADDER_STEP2_ST_LEN 16
+#define KG_GF2M233_LADDER_STEP2_X_LEN 4
+#define KG_GF2M233_LADDER_STEP2_C_LEN 4
+#define KG_GF2M233_LADDER_STEP2_SWAP_LEN 1
+#define KG_GF2M233_INV_OUT_LEN 4
+#define KG_GF2M233_INV_A_LEN 4
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,11 +83,11 @@ extern "C" {
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
- *   b: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MUL_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MUL_A_LEN), in, 8-byte aligned
+ *   b: 4 x uint64_t (KG_GF2M233_MUL_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_mul_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[4]);
+void kg_gf2m233_mul_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^233)
@@ -46,10 +96,10 @@ void kg_gf2m233_mul_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_SQR_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_SQR_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_sqr_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_sqr_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a * b mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
@@ -58,11 +108,11 @@ void kg_gf2m233_sqr_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
- *   b: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MUL_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MUL_LAZY_A_LEN), in, 8-byte aligned
+ *   b: 4 x uint64_t (KG_GF2M233_MUL_LAZY_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_mul_lazy_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[4]);
+void kg_gf2m233_mul_lazy_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
@@ -71,10 +121,10 @@ void kg_gf2m233_mul_lazy_avx2(uint64_t out[4], const uint64_t a[4], const uint64
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_SQR_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_SQR_LAZY_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_sqr_lazy_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_sqr_lazy_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a mod f: a lazy element in its reduced form
@@ -83,10 +133,10 @@ void kg_gf2m233_sqr_lazy_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_FREEZE_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_FREEZE_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_freeze_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_freeze_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = c mod f for an unreduced c of degree <= 464
@@ -95,10 +145,10 @@ void kg_gf2m233_freeze_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   c: 8 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_REDUCE_OUT_LEN), out, 8-byte aligned
+ *   c: 8 x uint64_t (KG_GF2M233_REDUCE_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_reduce_avx2(uint64_t out[4], const uint64_t c[8]);
+void kg_gf2m233_reduce_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
@@ -107,11 +157,11 @@ void kg_gf2m233_reduce_avx2(uint64_t out[4], const uint64_t c[8]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 8 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
- *   b: 4 x uint64_t, in, 8-byte aligned
+ *   out: 8 x uint64_t (KG_GF2M233_MULWIDE_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MULWIDE_A_LEN), in, 8-byte aligned
+ *   b: 4 x uint64_t (KG_GF2M233_MULWIDE_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_mulwide_avx2(uint64_t out[8], const uint64_t a[4], const uint64_t b[4]);
+void kg_gf2m233_mulwide_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a*b + c*d mod f in GF(2^233), one reduction
@@ -120,13 +170,13 @@ void kg_gf2m233_mulwide_avx2(uint64_t out[8], const uint64_t a[4], const uint64_
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
- *   b: 4 x uint64_t, in, 8-byte aligned
- *   c: 4 x uint64_t, in, 8-byte aligned
- *   d: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MULADD_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MULADD_A_LEN), in, 8-byte aligned
+ *   b: 4 x uint64_t (KG_GF2M233_MULADD_B_LEN), in, 8-byte aligned
+ *   c: 4 x uint64_t (KG_GF2M233_MULADD_C_LEN), in, 8-byte aligned
+ *   d: 4 x uint64_t (KG_GF2M233_MULADD_D_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_muladd_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[4], const uint64_t c[4], const uint64_t d[4]);
+void kg_gf2m233_muladd_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c, const uint64_t *d);
 
 
 /* out = c mod f for an unreduced c of degree <= 464 (64-bit general registers, one pass from the top word down)
@@ -135,10 +185,10 @@ void kg_gf2m233_muladd_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: none beyond x86-64 (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   c: 8 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_REDUCE_GPR_OUT_LEN), out, 8-byte aligned
+ *   c: 8 x uint64_t (KG_GF2M233_REDUCE_GPR_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_reduce_gpr_avx2(uint64_t out[4], const uint64_t c[8]);
+void kg_gf2m233_reduce_gpr_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a^(2^2) mod f in GF(2^233) (2 squarings)
@@ -147,10 +197,10 @@ void kg_gf2m233_reduce_gpr_avx2(uint64_t out[4], const uint64_t c[8]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MSQR2_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MSQR2_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_msqr2_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_msqr2_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^4) mod f in GF(2^233) (4 squarings)
@@ -159,10 +209,10 @@ void kg_gf2m233_msqr2_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MSQR4_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MSQR4_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_msqr4_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_msqr4_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^8) mod f in GF(2^233) (8 squarings)
@@ -171,10 +221,10 @@ void kg_gf2m233_msqr4_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MSQR8_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MSQR8_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_msqr8_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_msqr8_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^16) mod f in GF(2^233) (one precomputed linear map, applied under masks)
@@ -183,10 +233,10 @@ void kg_gf2m233_msqr8_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_MSQR16_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_MSQR16_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_msqr16_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_msqr16_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^233)
@@ -196,13 +246,13 @@ void kg_gf2m233_msqr16_avx2(uint64_t out[4], const uint64_t a[4]);
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 16 x uint64_t, out, 8-byte aligned
- *   st: 16 x uint64_t, in, 8-byte aligned
- *   x: 4 x uint64_t, in, 8-byte aligned
- *   c: 4 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 16 x uint64_t (KG_GF2M233_LADDER_STEP_OUT_LEN), out, 8-byte aligned
+ *   st: 16 x uint64_t (KG_GF2M233_LADDER_STEP_ST_LEN), in, 8-byte aligned
+ *   x: 4 x uint64_t (KG_GF2M233_LADDER_STEP_X_LEN), in, 8-byte aligned
+ *   c: 4 x uint64_t (KG_GF2M233_LADDER_STEP_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M233_LADDER_STEP_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_ladder_step_avx2(uint64_t out[16], const uint64_t st[16], const uint64_t x[4], const uint64_t c[4], const uint64_t swap[1]);
+void kg_gf2m233_ladder_step_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^233) (two operations per ymm lane pair; needs VPCLMULQDQ)
@@ -212,13 +262,13 @@ void kg_gf2m233_ladder_step_avx2(uint64_t out[16], const uint64_t st[16], const 
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
- *   out: 16 x uint64_t, out, 8-byte aligned
- *   st: 16 x uint64_t, in, 8-byte aligned
- *   x: 4 x uint64_t, in, 8-byte aligned
- *   c: 4 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 16 x uint64_t (KG_GF2M233_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
+ *   st: 16 x uint64_t (KG_GF2M233_LADDER_STEP2_ST_LEN), in, 8-byte aligned
+ *   x: 4 x uint64_t (KG_GF2M233_LADDER_STEP2_X_LEN), in, 8-byte aligned
+ *   c: 4 x uint64_t (KG_GF2M233_LADDER_STEP2_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M233_LADDER_STEP2_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_ladder_step2_avx2(uint64_t out[16], const uint64_t st[16], const uint64_t x[4], const uint64_t c[4], const uint64_t swap[1]);
+void kg_gf2m233_ladder_step2_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* out = a^-1 mod f in GF(2^233) (Itoh-Tsujii: 10 multiplications; a^(2^k) as a linear map for k in [14, 29, 58, 116], squarings otherwise)
@@ -227,10 +277,10 @@ void kg_gf2m233_ladder_step2_avx2(uint64_t out[16], const uint64_t st[16], const
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 4 x uint64_t, out, 8-byte aligned
- *   a: 4 x uint64_t, in, 8-byte aligned
+ *   out: 4 x uint64_t (KG_GF2M233_INV_OUT_LEN), out, 8-byte aligned
+ *   a: 4 x uint64_t (KG_GF2M233_INV_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m233_inv_avx2(uint64_t out[4], const uint64_t a[4]);
+void kg_gf2m233_inv_avx2(uint64_t *out, const uint64_t *a);
 
 
 #ifdef __cplusplus

@@ -2393,7 +2393,7 @@ kg_gf2m283_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, rax, flags
+;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
 align 32
@@ -2425,48 +2425,12 @@ kg_gf2m283_msqr4_avx2:
     vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm1, 27
     vpsllq       xmm4, xmm3, 12
     vpsllq       xmm5, xmm3, 7
     vpsllq       xmm6, xmm3, 5
-    lea          rax, [rel gf2m_mask_7ffffff_0 + 128] ; addresses gf2m_mask_7ffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm7, 0
-    vpclmulqdq   xmm1, xmm1, xmm7, 1
-    vpclmulqdq   xmm6, xmm3, xmm7, 0
-    vpclmulqdq   xmm3, xmm3, xmm7, 1
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm7, 0
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm4, xmm3
-    vpslldq      xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
-    vpsrlq       xmm3, xmm1, 27
-    vpsllq       xmm4, xmm3, 12
-    vpsllq       xmm5, xmm3, 7
-    vpsllq       xmm6, xmm3, 5
-    lea          rax, [rel gf2m_mask_7ffffff_0 + 128] ; addresses gf2m_mask_7ffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm4, xmm3
@@ -2498,7 +2462,7 @@ kg_gf2m283_msqr4_avx2:
     vpsllq       xmm4, xmm3, 12
     vpsllq       xmm5, xmm3, 7
     vpsllq       xmm6, xmm3, 5
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm4, xmm3
@@ -2530,7 +2494,39 @@ kg_gf2m283_msqr4_avx2:
     vpsllq       xmm4, xmm3, 12
     vpsllq       xmm5, xmm3, 7
     vpsllq       xmm6, xmm3, 5
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm1, xmm7, 0
+    vpclmulqdq   xmm1, xmm1, xmm7, 1
+    vpclmulqdq   xmm6, xmm3, xmm7, 0
+    vpclmulqdq   xmm3, xmm3, xmm7, 1
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm7, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm4, xmm3
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm1, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm3, xmm6, xmm3
     vpxor        xmm3, xmm4, xmm3
@@ -3522,8 +3518,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm1, xmm1, xmm4
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 320]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 352], 0
     vpclmulqdq   xmm6, xmm4, [rsp + 352], 17
@@ -3599,7 +3594,6 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm4, xmm0
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm3, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm4, xmm0, [rax - 128], 0
@@ -3617,8 +3611,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 512]                   ; reload
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vmovdqa      xmm4, [rsp + 576]                   ; reload
@@ -3627,7 +3620,6 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      xmm6, [rsp + 384]                   ; reload
     vpclmulqdq   xmm7, xmm6, xmm6, 17
     vpclmulqdq   xmm6, xmm6, xmm6, 0
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm8, xmm3, [rax - 128], 0
     vpclmulqdq   xmm3, xmm3, [rax - 128], 1
     vpclmulqdq   xmm9, xmm5, [rax - 128], 0
@@ -3645,8 +3637,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm6, [rsp + 256]                   ; reload
     vpclmulqdq   xmm6, xmm6, xmm6, 0
     vpclmulqdq   xmm7, xmm14, xmm14, 17
@@ -3654,7 +3645,6 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm11, xmm6, [rax - 128], 0
     vpclmulqdq   xmm6, xmm6, [rax - 128], 1
     vpclmulqdq   xmm12, xmm7, [rax - 128], 0
@@ -3672,8 +3662,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm7, xmm9, xmm7
     vpsrldq      xmm9, xmm11, 8
     vpxor        xmm6, xmm9, xmm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm6, xmm6, [rax - 128]
+    vpand        xmm6, xmm6, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm9, [rsp + 544]                   ; reload
     vpxor        xmm10, xmm9, xmm2
     vmovdqa      xmm11, [rsp + 608]                  ; reload
@@ -3685,7 +3674,6 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm12, xmm12, 0
     vpclmulqdq   xmm13, xmm10, xmm10, 17
     vpclmulqdq   xmm10, xmm10, xmm10, 0
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm11, xmm14, [rax - 128], 0
     vpclmulqdq   xmm14, xmm14, [rax - 128], 1
     vmovdqa      [rsp + 352], xmm1                   ; spill
@@ -3704,8 +3692,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm1, xmm13, xmm1
     vpsrldq      xmm11, xmm11, 8
     vpxor        xmm11, xmm12, xmm11
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm11, xmm11, [rax - 128]
+    vpand        xmm11, xmm11, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm12, xmm4, xmm8, 0
     vpclmulqdq   xmm13, xmm4, xmm8, 17
     vpshufd      xmm14, xmm4, 78
@@ -3784,7 +3771,6 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm4, xmm8, 8
     vpxor        xmm4, xmm7, xmm4
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
     vpclmulqdq   xmm7, xmm1, [rax - 128], 0
@@ -3802,8 +3788,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 160]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
     vpclmulqdq   xmm7, xmm4, [rsp + 736], 17
@@ -3880,7 +3865,6 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm3
     vpsrldq      xmm3, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm3, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm4, xmm0, [rax - 128], 0
@@ -3898,8 +3882,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 224]                   ; reload
     vpxor        xmm2, xmm3, xmm2
     vmovdqa      xmm3, [rsp + 192]                   ; reload
@@ -3911,7 +3894,6 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm4, xmm2, xmm2, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm6, xmm3, [rax - 128], 0
@@ -4337,8 +4319,7 @@ kg_gf2m283_ladder_step2_avx2:
     vpxor        ymm0, ymm0, ymm4
     vpsrldq      ymm3, ymm3, 8
     vpxor        ymm1, ymm1, ymm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm1, ymm1, [rax - 128]
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm3, [rsp + 256]                   ; reload
     vpclmulqdq   ymm3, ymm3, ymm3, 0
     vmovdqa      ymm4, [rsp + 224]                   ; reload
@@ -4347,7 +4328,6 @@ kg_gf2m283_ladder_step2_avx2:
     vmovdqa      ymm6, [rsp + 192]                   ; reload
     vpclmulqdq   ymm7, ymm6, ymm6, 17
     vpclmulqdq   ymm6, ymm6, ymm6, 0
-    lea          rax, [rel gf2m_g_2142000000000_x2 + 128] ; addresses gf2m_g_2142000000000_x2 near byte 0
     vpclmulqdq   ymm8, ymm3, [rax - 128], 0
     vpclmulqdq   ymm3, ymm3, [rax - 128], 1
     vpclmulqdq   ymm9, ymm5, [rax - 128], 0
@@ -4365,8 +4345,7 @@ kg_gf2m283_ladder_step2_avx2:
     vpxor        ymm5, ymm5, ymm6
     vpsrldq      ymm6, ymm8, 8
     vpxor        ymm3, ymm3, ymm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm3, ymm3, [rax - 128]
+    vpand        ymm3, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm6, ymm4, [rsp + 160], 1
     vinserti128  ymm7, ymm5, [rsp + 128], 1
     vinserti128  ymm8, ymm3, [rsp + 96], 1
@@ -4447,7 +4426,6 @@ kg_gf2m283_ladder_step2_avx2:
     vpxor        ymm0, ymm4, ymm0
     vpsrldq      ymm2, ymm5, 8
     vpxor        ymm2, ymm8, ymm2
-    lea          rax, [rel gf2m_g_2142000000000_x2 + 128] ; addresses gf2m_g_2142000000000_x2 near byte 0
     vpclmulqdq   ymm4, ymm2, [rax - 128], 0
     vpclmulqdq   ymm2, ymm2, [rax - 128], 1
     vpclmulqdq   ymm5, ymm0, [rax - 128], 0
@@ -4697,7 +4675,7 @@ kg_gf2m283_ladder_step2_avx2:
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
-;   loops: 6 x 24 and 15 x 24 and 33 x 24 instructions (repeated groups rolled: 5612 instructions run, 4654 written)
+;   loops: 6 x 24 and 15 x 24 and 33 x 24 instructions (repeated groups rolled: 5612 instructions run, 4618 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx2.end - kg_gf2m283_inv_avx2)
 align 32
@@ -4733,8 +4711,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm4, xmm4, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
     vpclmulqdq   xmm7, xmm5, xmm0, 17
     vpshufd      xmm8, xmm5, 78
@@ -4805,7 +4782,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm7, xmm5
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm3, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm7, xmm5, [rcx - 128], 0
@@ -4823,14 +4799,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm7, xmm5, xmm5, 0
     vpclmulqdq   xmm8, xmm4, xmm4, 17
     vpclmulqdq   xmm9, xmm4, xmm4, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm6, [rcx - 128], 0
@@ -4848,14 +4822,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm10, 8
     vpxor        xmm3, xmm8, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm8, xmm6, xmm6, 17
     vpclmulqdq   xmm6, xmm6, xmm6, 0
     vpclmulqdq   xmm9, xmm7, xmm7, 17
     vpclmulqdq   xmm7, xmm7, xmm7, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm8, [rcx - 128], 0
@@ -4873,8 +4845,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm7, xmm8, xmm7
     vpsrldq      xmm8, xmm10, 8
     vpxor        xmm3, xmm8, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm6, xmm4, 0
     vpclmulqdq   xmm9, xmm6, xmm4, 17
     vpshufd      xmm10, xmm6, 78
@@ -4945,7 +4916,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm4, xmm2
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm3, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm2, [rcx - 128], 0
@@ -4963,14 +4933,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm4, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm1, xmm1, 17
     vpclmulqdq   xmm7, xmm1, xmm1, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm8, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm4, [rcx - 128], 0
@@ -4988,14 +4956,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm4, xmm4, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm6, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpclmulqdq   xmm7, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm8, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm6, [rcx - 128], 0
@@ -5013,14 +4979,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
     vpclmulqdq   xmm7, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm8, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm6, [rcx - 128], 0
@@ -5038,14 +5002,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
     vpclmulqdq   xmm7, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm8, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm6, [rcx - 128], 0
@@ -5063,8 +5025,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm1, 0
     vpclmulqdq   xmm7, xmm4, xmm1, 17
     vpshufd      xmm8, xmm4, 78
@@ -5133,7 +5094,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm2, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm1, [rcx - 128], 0
@@ -5225,8 +5185,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm2, xmm2, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm3, 0
     vpclmulqdq   xmm7, xmm4, xmm3, 17
     vpshufd      xmm8, xmm4, 78
@@ -5313,14 +5272,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm3, xmm3, xmm4
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm0, xmm0, xmm1
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm1, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm2, xmm2, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm1, [rcx - 128], 0
@@ -5338,8 +5295,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm1, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
     vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
     vpshufd      xmm5, xmm2, 78
@@ -5409,7 +5365,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm8, xmm2
     vpsrldq      xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm2, [rcx - 128], 0
@@ -5501,8 +5456,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm1, 0
     vpclmulqdq   xmm7, xmm4, xmm1, 17
     vpshufd      xmm8, xmm4, 78
@@ -5589,14 +5543,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm4, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm2, [rcx - 128], 0
@@ -5614,8 +5566,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm1, [rsp + 192], 0
     vpclmulqdq   xmm4, xmm1, [rsp + 192], 17
     vpshufd      xmm5, xmm1, 78
@@ -5685,7 +5636,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm8, xmm1
     vpsrldq      xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm1, [rcx - 128], 0
@@ -5777,8 +5727,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm8, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm2, 0
     vpclmulqdq   xmm7, xmm4, xmm2, 17
     vpshufd      xmm8, xmm4, 78
@@ -5865,14 +5814,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm0, xmm0, xmm1
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm1, xmm0, 27
     vpsllq       xmm4, xmm1, 12
     vpsllq       xmm5, xmm1, 7
     vpsllq       xmm6, xmm1, 5
-    lea          rcx, [rel gf2m_mask_7ffffff_0 + 128] ; addresses gf2m_mask_7ffffff_0 near byte 0
-    vpand        xmm7, xmm0, [rcx - 128]
+    vpand        xmm7, xmm0, [rel gf2m_mask_7ffffff_0]
     vpxor        xmm4, xmm4, xmm5
     vpxor        xmm1, xmm6, xmm1
     vpxor        xmm1, xmm4, xmm1
@@ -7542,14 +7489,12 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm3, xmm3, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm2, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm2, [rcx - 128], 0
@@ -7567,8 +7512,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm1, [rsp + 192], 0
     vpclmulqdq   xmm4, xmm1, [rsp + 192], 17
     vpshufd      xmm5, xmm1, 78
@@ -7637,7 +7581,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm7, xmm1
     vpsrldq      xmm5, xmm8, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
     vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm6, xmm1, [rcx - 128], 0
@@ -7655,8 +7598,7 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm1, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm0, 27
     vpsllq       xmm4, xmm3, 12
     vpsllq       xmm5, xmm3, 7

@@ -4739,7 +4739,7 @@ kg_gf2m409_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
@@ -4797,122 +4797,10 @@ kg_gf2m409_msqr4_avx2:
     vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm2, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vpclmulqdq   xmm2, xmm2, xmm2, 0
@@ -4966,7 +4854,115 @@ kg_gf2m409_msqr4_avx2:
     vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm3, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm3, xmm3, [rax - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vmovdqu      [rdi], xmm0
@@ -4985,7 +4981,7 @@ kg_gf2m409_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
@@ -5043,346 +5039,10 @@ kg_gf2m409_msqr8_avx2:
     vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm2, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vpclmulqdq   xmm2, xmm2, xmm2, 0
@@ -5436,7 +5096,331 @@ kg_gf2m409_msqr8_avx2:
     vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm3, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm3, xmm3, [rax - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vmovdqu      [rdi], xmm0
@@ -5455,7 +5439,7 @@ kg_gf2m409_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
@@ -5513,794 +5497,10 @@ kg_gf2m409_msqr16_avx2:
     vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm3, xmm12, xmm3
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm13, xmm1
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm7, xmm13, xmm8
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm12, xmm2
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm6, xmm1, xmm7, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm5, xmm2
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm2, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vpclmulqdq   xmm2, xmm2, xmm2, 0
@@ -6354,7 +5554,763 @@ kg_gf2m409_msqr16_avx2:
     vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm4, xmm3, 25
     vpsllq       xmm5, xmm4, 23
-    vpand        xmm3, xmm3, [rax - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm12, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm13, xmm1
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm12, xmm3
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm4, xmm4, xmm5
     vpxor        xmm0, xmm0, xmm4
     vmovdqu      [rdi], xmm0
@@ -8838,7 +8794,7 @@ kg_gf2m409_ladder_step2_avx2:
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
-;   loops: 2 x 98 and 5 x 98 and 12 x 98 instructions (repeated groups rolled: 11635 instructions run, 10467 written)
+;   loops: 2 x 98 and 5 x 98 and 12 x 98 instructions (repeated groups rolled: 11635 instructions run, 10461 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
 align 32
@@ -11300,8 +11256,7 @@ kg_gf2m409_inv_avx2:
     vpand        xmm1, xmm1, [rcx - 128]
     vpsrlq       xmm2, xmm1, 25
     vpsllq       xmm5, xmm2, 23
-    lea          rcx, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm6, xmm1, [rcx - 128]
+    vpand        xmm6, xmm1, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm2, xmm2, xmm5
     vpxor        xmm2, xmm4, xmm2
     vpbroadcastq ymm5, xmm2
@@ -11319,10 +11274,9 @@ kg_gf2m409_inv_avx2:
     vpblendd     ymm2, ymm2, ymm8, 192
     vpblendd     ymm5, ymm9, ymm10, 12
     vpblendd     ymm5, ymm5, ymm6, 48
-    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu      ymm6, [rcx - 128]
+    vmovdqu      ymm6, [rel gf2m_zero4]
     vpblendd     ymm5, ymm5, ymm6, 192
-    vmovdqu      ymm6, [rcx - 128]
+    vmovdqu      ymm6, [rel gf2m_zero4]
     vpsllq       ymm7, ymm2, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     lea          rcx, [rel gf2m_sq51_map + 128]      ; addresses gf2m_sq51_map near byte 0
@@ -13952,12 +13906,10 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
-    lea          rcx, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
-    vpand        xmm6, xmm2, [rcx - 128]
+    vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
     vpbroadcastq ymm5, xmm3
@@ -13975,10 +13927,9 @@ kg_gf2m409_inv_avx2:
     vpblendd     ymm3, ymm3, ymm8, 192
     vpblendd     ymm5, ymm9, ymm10, 12
     vpblendd     ymm5, ymm5, ymm6, 48
-    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu      ymm6, [rcx - 128]
+    vmovdqu      ymm6, [rel gf2m_zero4]
     vpblendd     ymm5, ymm5, ymm6, 192
-    vmovdqu      ymm6, [rcx - 128]
+    vmovdqu      ymm6, [rel gf2m_zero4]
     vpsllq       ymm7, ymm3, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     lea          rcx, [rel gf2m_sq102_map + 128]     ; addresses gf2m_sq102_map near byte 0
@@ -16608,8 +16559,7 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
     vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]

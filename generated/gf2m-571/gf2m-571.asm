@@ -6768,7 +6768,7 @@ kg_gf2m571_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-13}, rax, flags
+;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
 align 32
@@ -6816,14 +6816,12 @@ kg_gf2m571_msqr4_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm2, xmm2, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm5, xmm2, 59
     vpsllq       xmm6, xmm5, 10
     vpsllq       xmm7, xmm5, 5
     vpsllq       xmm8, xmm5, 2
-    lea          rax, [rel gf2m_mask_7ffffffffffffff_0 + 128] ; addresses gf2m_mask_7ffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm6, xmm5
@@ -6864,14 +6862,12 @@ kg_gf2m571_msqr4_avx2:
     vpxor        xmm4, xmm4, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm1, xmm1, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm5, xmm1, 59
     vpsllq       xmm6, xmm5, 10
     vpsllq       xmm7, xmm5, 5
     vpsllq       xmm8, xmm5, 2
-    lea          rax, [rel gf2m_mask_7ffffffffffffff_0 + 128] ; addresses gf2m_mask_7ffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm6, xmm5
@@ -6917,7 +6913,7 @@ kg_gf2m571_msqr4_avx2:
     vpsllq       xmm6, xmm5, 10
     vpsllq       xmm7, xmm5, 5
     vpsllq       xmm8, xmm5, 2
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm6, xmm5
@@ -6963,7 +6959,7 @@ kg_gf2m571_msqr4_avx2:
     vpsllq       xmm6, xmm5, 10
     vpsllq       xmm7, xmm5, 5
     vpsllq       xmm8, xmm5, 2
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm6, xmm5
@@ -8603,8 +8599,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rax - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 576]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 608], 0
     vpclmulqdq   xmm7, xmm4, [rsp + 608], 17
@@ -8933,7 +8928,6 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm1, xmm2, 8
     vpxor        xmm1, xmm6, xmm1
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm2, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm4, xmm0, [rax - 128], 0
@@ -8961,8 +8955,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm2, [rsp + 640]                   ; reload
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vmovdqa      xmm4, [rsp + 704]                   ; reload
@@ -8977,7 +8970,6 @@ kg_gf2m571_ladder_step_avx2:
     vmovdqa      xmm12, [rsp + 1056]                 ; reload
     vpclmulqdq   xmm13, xmm12, xmm12, 17
     vpclmulqdq   xmm12, xmm12, xmm12, 0
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
     vpclmulqdq   xmm15, xmm6, [rax - 128], 0
@@ -9007,8 +8999,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm4, xmm6, xmm4
     vpsrldq      xmm6, xmm14, 8
     vpxor        xmm2, xmm2, xmm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm6, [rsp + 512]                   ; reload
     vpclmulqdq   xmm6, xmm6, xmm6, 0
     vmovdqa      xmm9, [rsp + 544]                   ; reload
@@ -9025,7 +9016,6 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm2, xmm15, xmm15, 17
     vpclmulqdq   xmm15, xmm15, xmm15, 0
     vmovdqa      [rsp + 608], xmm4                   ; spill
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm4, xmm6, [rax - 128], 0
     vpclmulqdq   xmm6, xmm6, [rax - 128], 1
     vmovdqa      [rsp + 480], xmm1                   ; spill
@@ -9056,8 +9046,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm10, xmm1
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm4, xmm6, xmm4
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm4, xmm4, [rax - 128]
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm6, [rsp + 1440]                  ; reload
     vpxor        xmm8, xmm6, xmm5
     vmovdqa      xmm9, [rsp + 896]                   ; reload
@@ -9080,7 +9069,6 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm9, xmm8, xmm8, 17
     vpclmulqdq   xmm8, xmm8, xmm8, 0
     vmovdqa      [rsp + 640], xmm5                   ; spill
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm5, xmm3, [rax - 128], 0
     vpclmulqdq   xmm3, xmm3, [rax - 128], 1
     vpclmulqdq   xmm6, xmm14, [rax - 128], 0
@@ -9110,8 +9098,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm6, xmm7, xmm6
     vpsrldq      xmm5, xmm5, 8
     vpxor        xmm3, xmm3, xmm5
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rax - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm5, [rsp + 512]                   ; reload
     vpclmulqdq   xmm7, xmm5, xmm11, 0
     vpclmulqdq   xmm9, xmm5, xmm11, 17
@@ -9441,7 +9428,6 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm3, 8
     vpxor        xmm2, xmm6, xmm2
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm3, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
     vpclmulqdq   xmm4, xmm1, [rax - 128], 0
@@ -9469,8 +9455,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rax - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 288]                   ; reload
     vpclmulqdq   xmm4, xmm3, [rsp + 1248], 0
     vpclmulqdq   xmm6, xmm3, [rsp + 1248], 17
@@ -9799,7 +9784,6 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm1
     vpsrldq      xmm1, xmm2, 8
     vpxor        xmm1, xmm6, xmm1
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm2, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm5, xmm0, [rax - 128], 0
@@ -9827,8 +9811,7 @@ kg_gf2m571_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm5
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rax - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm2, [rsp + 512]                   ; reload
     vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm4, [rsp + 544]                   ; reload
@@ -9848,7 +9831,6 @@ kg_gf2m571_ladder_step_avx2:
     vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpclmulqdq   xmm8, xmm2, xmm2, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    lea          rax, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm9, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
     vpclmulqdq   xmm10, xmm5, [rax - 128], 0
@@ -11128,8 +11110,7 @@ kg_gf2m571_ladder_step2_avx2:
     vpxor        ymm0, ymm0, ymm5
     vpsrldq      ymm2, ymm2, 8
     vpxor        ymm1, ymm1, ymm2
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm1, ymm1, [rax - 128]
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm2, [rsp + 64]                    ; reload
     vpclmulqdq   ymm2, ymm2, ymm2, 0
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -11144,7 +11125,6 @@ kg_gf2m571_ladder_step2_avx2:
     vmovdqa      ymm12, [rsp + 128]                  ; reload
     vpclmulqdq   ymm13, ymm12, ymm12, 17
     vpclmulqdq   ymm12, ymm12, ymm12, 0
-    lea          rax, [rel gf2m_g_84a0_x2 + 128]     ; addresses gf2m_g_84a0_x2 near byte 0
     vpclmulqdq   ymm14, ymm2, [rax - 128], 0
     vpclmulqdq   ymm2, ymm2, [rax - 128], 1
     vpclmulqdq   ymm15, ymm6, [rax - 128], 0
@@ -11174,8 +11154,7 @@ kg_gf2m571_ladder_step2_avx2:
     vpxor        ymm5, ymm6, ymm5
     vpsrldq      ymm6, ymm14, 8
     vpxor        ymm2, ymm2, ymm6
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpand        ymm2, ymm2, [rax - 128]
+    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm6, ymm8, [rsp + 320], 1
     vinserti128  ymm9, ymm0, [rsp + 352], 1
     vinserti128  ymm10, ymm1, [rsp + 384], 1
@@ -11524,7 +11503,6 @@ kg_gf2m571_ladder_step2_avx2:
     vpxor        ymm1, ymm1, ymm2
     vpsrldq      ymm0, ymm0, 8
     vpxor        ymm0, ymm6, ymm0
-    lea          rax, [rel gf2m_g_84a0_x2 + 128]     ; addresses gf2m_g_84a0_x2 near byte 0
     vpclmulqdq   ymm2, ymm0, [rax - 128], 0
     vpclmulqdq   ymm0, ymm0, [rax - 128], 1
     vpclmulqdq   ymm4, ymm1, [rax - 128], 0
@@ -12141,7 +12119,7 @@ kg_gf2m571_ladder_step2_avx2:
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
-;   loops: 2 x 75 and 7 x 75 and 16 x 75 and 34 x 75 instructions (repeated groups rolled: 19056 instructions run, 15574 written)
+;   loops: 2 x 75 and 7 x 75 and 16 x 75 and 34 x 75 instructions (repeated groups rolled: 19056 instructions run, 15523 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx2.end - kg_gf2m571_inv_avx2)
 align 32
@@ -12195,8 +12173,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm6, xmm7
     vpsrldq      xmm7, xmm14, 8
     vpxor        xmm5, xmm5, xmm7
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm5, xmm5, [rcx - 128]
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm7, xmm9, xmm0, 0
     vpclmulqdq   xmm8, xmm9, xmm0, 17
     vpshufd      xmm10, xmm9, 78
@@ -12523,7 +12500,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm6, xmm3
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm4, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm5, xmm1, [rcx - 128], 0
@@ -12551,8 +12527,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm3, xmm3, xmm4
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm6, xmm1, xmm1, 0
@@ -12562,7 +12537,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm0, xmm0, 17
     vpclmulqdq   xmm13, xmm0, xmm0, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm5, [rcx - 128], 0
@@ -12592,8 +12566,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm14, 8
     vpxor        xmm4, xmm4, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm4, xmm4, [rcx - 128]
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm4, xmm4, 0
     vpclmulqdq   xmm6, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
@@ -12603,7 +12576,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm11, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm12, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
     vpclmulqdq   xmm13, xmm6, [rcx - 128], 0
@@ -12631,8 +12603,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm5, xmm8, xmm5
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm3, xmm8, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm4, xmm0, 0
     vpclmulqdq   xmm9, xmm4, xmm0, 17
     vpshufd      xmm10, xmm4, 78
@@ -12960,7 +12931,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm6, xmm2
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm3, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm0, [rcx - 128], 0
@@ -12988,8 +12958,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, xmm2, 0
     vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm6, xmm0, xmm0, 0
@@ -12999,7 +12968,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm5, xmm5, 17
     vpclmulqdq   xmm13, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm4, [rcx - 128], 0
@@ -13029,8 +12997,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm4, xmm4, xmm6
     vpsrldq      xmm6, xmm14, 8
     vpxor        xmm3, xmm3, xmm6
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm6, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
@@ -13040,7 +13007,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm11, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm12, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm13, xmm6, [rcx - 128], 0
@@ -13068,8 +13034,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm4, xmm8, xmm4
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm2, xmm8, xmm2
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm8, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
@@ -13079,7 +13044,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm6, xmm6, xmm6, 0
     vpclmulqdq   xmm11, xmm3, xmm3, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm12, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm13, xmm8, [rcx - 128], 0
@@ -13107,8 +13071,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm0, xmm8, xmm0
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm8, xmm6, xmm6, 17
     vpclmulqdq   xmm6, xmm6, xmm6, 0
@@ -13118,7 +13081,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm11, xmm2, xmm2, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm12, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm13, xmm8, [rcx - 128], 0
@@ -13146,8 +13108,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm0, xmm8, xmm0
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm2, xmm5, 0
     vpclmulqdq   xmm9, xmm2, xmm5, 17
     vpshufd      xmm10, xmm2, 78
@@ -13475,7 +13436,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm6, xmm2
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm3, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm0, [rcx - 128], 0
@@ -13503,8 +13463,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, xmm2, 0
     vpclmulqdq   xmm4, xmm0, xmm0, 17
     vpclmulqdq   xmm6, xmm0, xmm0, 0
@@ -13514,7 +13473,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm5, xmm5, 17
     vpclmulqdq   xmm13, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm4, [rcx - 128], 0
@@ -13697,8 +13655,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm0, xmm8, xmm0
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm8, xmm6, xmm6, 17
     vpclmulqdq   xmm6, xmm6, xmm6, 0
@@ -13736,8 +13693,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm0, xmm8, xmm0
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm2, xmm5, 0
     vpclmulqdq   xmm9, xmm2, xmm5, 17
     vpshufd      xmm10, xmm2, 78
@@ -14065,7 +14021,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm6, xmm2
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm3, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm0, [rcx - 128], 0
@@ -14093,8 +14048,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm0, xmm0, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
@@ -14104,7 +14058,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm7, xmm7, xmm7, 0
     vpclmulqdq   xmm8, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm9, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
@@ -14132,8 +14085,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm1, xmm1, xmm5
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rcx - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm2, [rsp + 384], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 384], 17
     vpshufd      xmm7, xmm2, 78
@@ -14461,7 +14413,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm3
     vpsrldq      xmm3, xmm4, 8
     vpxor        xmm3, xmm6, xmm3
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm4, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm5, xmm1, [rcx - 128], 0
@@ -14489,8 +14440,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm3, xmm3, xmm4
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm6, xmm1, xmm1, 0
@@ -14500,7 +14450,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm2, xmm2, 17
     vpclmulqdq   xmm13, xmm2, xmm2, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm5, [rcx - 128], 0
@@ -14683,8 +14632,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm1, xmm8, xmm1
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rcx - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm3, xmm2, 0
     vpclmulqdq   xmm9, xmm3, xmm2, 17
     vpshufd      xmm10, xmm3, 78
@@ -15040,8 +14988,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm3, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -15051,7 +14998,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm7, xmm7, xmm7, 0
     vpclmulqdq   xmm8, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm9, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
@@ -15079,8 +15025,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm2, [rsp + 384], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 384], 17
     vpshufd      xmm7, xmm2, 78
@@ -15408,7 +15353,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm3
     vpsrldq      xmm3, xmm4, 8
     vpxor        xmm3, xmm6, xmm3
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm4, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm5, xmm1, [rcx - 128], 0
@@ -15436,8 +15380,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm3, xmm3, xmm4
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm6, xmm1, xmm1, 0
@@ -15447,7 +15390,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm2, xmm2, 17
     vpclmulqdq   xmm13, xmm2, xmm2, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm5, [rcx - 128], 0
@@ -15630,8 +15572,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm1, xmm8, xmm1
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rcx - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm3, xmm2, 0
     vpclmulqdq   xmm9, xmm3, xmm2, 17
     vpshufd      xmm10, xmm3, 78
@@ -15987,8 +15928,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm3, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -15998,7 +15938,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm7, xmm7, xmm7, 0
     vpclmulqdq   xmm8, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm9, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
@@ -16026,8 +15965,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm2, [rsp + 384], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 384], 17
     vpshufd      xmm7, xmm2, 78
@@ -16355,7 +16293,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm3
     vpsrldq      xmm3, xmm4, 8
     vpxor        xmm3, xmm6, xmm3
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm4, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm5, xmm1, [rcx - 128], 0
@@ -16383,8 +16320,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm5
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm3, xmm3, xmm4
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm3, xmm3, [rcx - 128]
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm5, xmm1, xmm1, 17
     vpclmulqdq   xmm6, xmm1, xmm1, 0
@@ -16394,7 +16330,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm11, xmm7, xmm7, 0
     vpclmulqdq   xmm12, xmm2, xmm2, 17
     vpclmulqdq   xmm13, xmm2, xmm2, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm5, [rcx - 128], 0
@@ -16577,8 +16512,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm6, xmm8, xmm6
     vpsrldq      xmm8, xmm12, 8
     vpxor        xmm1, xmm8, xmm1
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm1, xmm1, [rcx - 128]
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm3, xmm2, 0
     vpclmulqdq   xmm9, xmm3, xmm2, 17
     vpshufd      xmm10, xmm3, 78
@@ -16934,14 +16868,12 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm2, 59
     vpsllq       xmm4, xmm3, 10
     vpsllq       xmm6, xmm3, 5
     vpsllq       xmm8, xmm3, 2
-    lea          rcx, [rel gf2m_mask_7ffffffffffffff_0 + 128] ; addresses gf2m_mask_7ffffffffffffff_0 near byte 0
-    vpand        xmm9, xmm2, [rcx - 128]
+    vpand        xmm9, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
     vpxor        xmm4, xmm4, xmm6
     vpxor        xmm3, xmm8, xmm3
     vpxor        xmm3, xmm4, xmm3
@@ -22110,8 +22042,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm3, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -22121,7 +22052,6 @@ kg_gf2m571_inv_avx2:
     vpclmulqdq   xmm7, xmm7, xmm7, 0
     vpclmulqdq   xmm8, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm9, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm3, [rcx - 128], 0
@@ -22149,8 +22079,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm3, xmm3, xmm5
     vpsrldq      xmm5, xmm9, 8
     vpxor        xmm0, xmm0, xmm5
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm0, xmm0, [rcx - 128]
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm2, [rsp + 384], 0
     vpclmulqdq   xmm6, xmm2, [rsp + 384], 17
     vpshufd      xmm7, xmm2, 78
@@ -22478,7 +22407,6 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm4, 8
     vpxor        xmm2, xmm6, xmm2
-    lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
     vpclmulqdq   xmm3, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm4, xmm1, [rcx - 128], 0
@@ -22506,8 +22434,7 @@ kg_gf2m571_inv_avx2:
     vpxor        xmm1, xmm1, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    lea          rcx, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpand        xmm2, xmm2, [rcx - 128]
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpsrlq       xmm3, xmm2, 59
     vpsllq       xmm4, xmm3, 10
     vpsllq       xmm6, xmm3, 5

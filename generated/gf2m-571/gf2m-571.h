@@ -22,6 +22,56 @@
 
 #include <stdint.h>
 
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_GF2M571_MUL_OUT_LEN 9
+#define KG_GF2M571_MUL_A_LEN 9
+#define KG_GF2M571_MUL_B_LEN 9
+#define KG_GF2M571_SQR_OUT_LEN 9
+#define KG_GF2M571_SQR_A_LEN 9
+#define KG_GF2M571_MUL_LAZY_OUT_LEN 9
+#define KG_GF2M571_MUL_LAZY_A_LEN 9
+#define KG_GF2M571_MUL_LAZY_B_LEN 9
+#define KG_GF2M571_SQR_LAZY_OUT_LEN 9
+#define KG_GF2M571_SQR_LAZY_A_LEN 9
+#define KG_GF2M571_FREEZE_OUT_LEN 9
+#define KG_GF2M571_FREEZE_A_LEN 9
+#define KG_GF2M571_REDUCE_OUT_LEN 9
+#define KG_GF2M571_REDUCE_C_LEN 18
+#define KG_GF2M571_MULWIDE_OUT_LEN 18
+#define KG_GF2M571_MULWIDE_A_LEN 9
+#define KG_GF2M571_MULWIDE_B_LEN 9
+#define KG_GF2M571_MULADD_OUT_LEN 9
+#define KG_GF2M571_MULADD_A_LEN 9
+#define KG_GF2M571_MULADD_B_LEN 9
+#define KG_GF2M571_MULADD_C_LEN 9
+#define KG_GF2M571_MULADD_D_LEN 9
+#define KG_GF2M571_REDUCE_GPR_OUT_LEN 9
+#define KG_GF2M571_REDUCE_GPR_C_LEN 18
+#define KG_GF2M571_MSQR2_OUT_LEN 9
+#define KG_GF2M571_MSQR2_A_LEN 9
+#define KG_GF2M571_MSQR4_OUT_LEN 9
+#define KG_GF2M571_MSQR4_A_LEN 9
+#define KG_GF2M571_MSQR8_OUT_LEN 9
+#define KG_GF2M571_MSQR8_A_LEN 9
+#define KG_GF2M571_MSQR16_OUT_LEN 9
+#define KG_GF2M571_MSQR16_A_LEN 9
+#define KG_GF2M571_LADDER_STEP_OUT_LEN 36
+#define KG_GF2M571_LADDER_STEP_ST_LEN 36
+#define KG_GF2M571_LADDER_STEP_X_LEN 9
+#define KG_GF2M571_LADDER_STEP_C_LEN 9
+#define KG_GF2M571_LADDER_STEP_SWAP_LEN 1
+#define KG_GF2M571_LADDER_STEP2_OUT_LEN 36
+#define KG_GF2M571_LADDER_STEP2_ST_LEN 36
+#define KG_GF2M571_LADDER_STEP2_X_LEN 9
+#define KG_GF2M571_LADDER_STEP2_C_LEN 9
+#define KG_GF2M571_LADDER_STEP2_SWAP_LEN 1
+#define KG_GF2M571_INV_OUT_LEN 9
+#define KG_GF2M571_INV_A_LEN 9
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,11 +83,11 @@ extern "C" {
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
- *   b: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MUL_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MUL_A_LEN), in, 8-byte aligned
+ *   b: 9 x uint64_t (KG_GF2M571_MUL_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_mul_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[9]);
+void kg_gf2m571_mul_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^571)
@@ -46,10 +96,10 @@ void kg_gf2m571_mul_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_SQR_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_SQR_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_sqr_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_sqr_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a * b mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
@@ -58,11 +108,11 @@ void kg_gf2m571_sqr_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
- *   b: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MUL_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MUL_LAZY_A_LEN), in, 8-byte aligned
+ *   b: 9 x uint64_t (KG_GF2M571_MUL_LAZY_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_mul_lazy_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[9]);
+void kg_gf2m571_mul_lazy_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a^2 mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
@@ -71,10 +121,10 @@ void kg_gf2m571_mul_lazy_avx2(uint64_t out[9], const uint64_t a[9], const uint64
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_SQR_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_SQR_LAZY_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_sqr_lazy_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_sqr_lazy_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a mod f: a lazy element in its reduced form
@@ -83,10 +133,10 @@ void kg_gf2m571_sqr_lazy_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_FREEZE_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_FREEZE_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_freeze_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_freeze_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = c mod f for an unreduced c of degree <= 1140
@@ -95,10 +145,10 @@ void kg_gf2m571_freeze_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   c: 18 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_REDUCE_OUT_LEN), out, 8-byte aligned
+ *   c: 18 x uint64_t (KG_GF2M571_REDUCE_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_reduce_avx2(uint64_t out[9], const uint64_t c[18]);
+void kg_gf2m571_reduce_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
@@ -107,11 +157,11 @@ void kg_gf2m571_reduce_avx2(uint64_t out[9], const uint64_t c[18]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 18 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
- *   b: 9 x uint64_t, in, 8-byte aligned
+ *   out: 18 x uint64_t (KG_GF2M571_MULWIDE_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MULWIDE_A_LEN), in, 8-byte aligned
+ *   b: 9 x uint64_t (KG_GF2M571_MULWIDE_B_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_mulwide_avx2(uint64_t out[18], const uint64_t a[9], const uint64_t b[9]);
+void kg_gf2m571_mulwide_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
 
 
 /* out = a*b + c*d mod f in GF(2^571), one reduction
@@ -120,13 +170,13 @@ void kg_gf2m571_mulwide_avx2(uint64_t out[18], const uint64_t a[9], const uint64
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
- *   b: 9 x uint64_t, in, 8-byte aligned
- *   c: 9 x uint64_t, in, 8-byte aligned
- *   d: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MULADD_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MULADD_A_LEN), in, 8-byte aligned
+ *   b: 9 x uint64_t (KG_GF2M571_MULADD_B_LEN), in, 8-byte aligned
+ *   c: 9 x uint64_t (KG_GF2M571_MULADD_C_LEN), in, 8-byte aligned
+ *   d: 9 x uint64_t (KG_GF2M571_MULADD_D_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_muladd_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[9], const uint64_t c[9], const uint64_t d[9]);
+void kg_gf2m571_muladd_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c, const uint64_t *d);
 
 
 /* out = c mod f for an unreduced c of degree <= 1140 (64-bit general registers, one pass from the top word down)
@@ -135,10 +185,10 @@ void kg_gf2m571_muladd_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: none beyond x86-64 (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   c: 18 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_REDUCE_GPR_OUT_LEN), out, 8-byte aligned
+ *   c: 18 x uint64_t (KG_GF2M571_REDUCE_GPR_C_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_reduce_gpr_avx2(uint64_t out[9], const uint64_t c[18]);
+void kg_gf2m571_reduce_gpr_avx2(uint64_t *out, const uint64_t *c);
 
 
 /* out = a^(2^2) mod f in GF(2^571) (2 squarings)
@@ -147,10 +197,10 @@ void kg_gf2m571_reduce_gpr_avx2(uint64_t out[9], const uint64_t c[18]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MSQR2_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MSQR2_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_msqr2_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_msqr2_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^4) mod f in GF(2^571) (4 squarings)
@@ -159,10 +209,10 @@ void kg_gf2m571_msqr2_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MSQR4_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MSQR4_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_msqr4_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_msqr4_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^8) mod f in GF(2^571) (8 squarings)
@@ -171,10 +221,10 @@ void kg_gf2m571_msqr4_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MSQR8_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MSQR8_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_msqr8_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_msqr8_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* out = a^(2^16) mod f in GF(2^571) (16 squarings)
@@ -183,10 +233,10 @@ void kg_gf2m571_msqr8_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_MSQR16_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_MSQR16_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_msqr16_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_msqr16_avx2(uint64_t *out, const uint64_t *a);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^571)
@@ -196,13 +246,13 @@ void kg_gf2m571_msqr16_avx2(uint64_t out[9], const uint64_t a[9]);
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 36 x uint64_t, out, 8-byte aligned
- *   st: 36 x uint64_t, in, 8-byte aligned
- *   x: 9 x uint64_t, in, 8-byte aligned
- *   c: 9 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 36 x uint64_t (KG_GF2M571_LADDER_STEP_OUT_LEN), out, 8-byte aligned
+ *   st: 36 x uint64_t (KG_GF2M571_LADDER_STEP_ST_LEN), in, 8-byte aligned
+ *   x: 9 x uint64_t (KG_GF2M571_LADDER_STEP_X_LEN), in, 8-byte aligned
+ *   c: 9 x uint64_t (KG_GF2M571_LADDER_STEP_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M571_LADDER_STEP_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_ladder_step_avx2(uint64_t out[36], const uint64_t st[36], const uint64_t x[9], const uint64_t c[9], const uint64_t swap[1]);
+void kg_gf2m571_ladder_step_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^571) (two operations per ymm lane pair; needs VPCLMULQDQ)
@@ -212,13 +262,13 @@ void kg_gf2m571_ladder_step_avx2(uint64_t out[36], const uint64_t st[36], const 
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
- *   out: 36 x uint64_t, out, 8-byte aligned
- *   st: 36 x uint64_t, in, 8-byte aligned
- *   x: 9 x uint64_t, in, 8-byte aligned
- *   c: 9 x uint64_t, in, 8-byte aligned
- *   swap: 1 x uint64_t, in, 8-byte aligned
+ *   out: 36 x uint64_t (KG_GF2M571_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
+ *   st: 36 x uint64_t (KG_GF2M571_LADDER_STEP2_ST_LEN), in, 8-byte aligned
+ *   x: 9 x uint64_t (KG_GF2M571_LADDER_STEP2_X_LEN), in, 8-byte aligned
+ *   c: 9 x uint64_t (KG_GF2M571_LADDER_STEP2_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M571_LADDER_STEP2_SWAP_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_ladder_step2_avx2(uint64_t out[36], const uint64_t st[36], const uint64_t x[9], const uint64_t c[9], const uint64_t swap[1]);
+void kg_gf2m571_ladder_step2_avx2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
 
 
 /* out = a^-1 mod f in GF(2^571) (Itoh-Tsujii: 13 multiplications; a^(2^k) as a linear map for k in [142, 285], squarings otherwise)
@@ -227,10 +277,10 @@ void kg_gf2m571_ladder_step2_avx2(uint64_t out[36], const uint64_t st[36], const
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
- *   out: 9 x uint64_t, out, 8-byte aligned
- *   a: 9 x uint64_t, in, 8-byte aligned
+ *   out: 9 x uint64_t (KG_GF2M571_INV_OUT_LEN), out, 8-byte aligned
+ *   a: 9 x uint64_t (KG_GF2M571_INV_A_LEN), in, 8-byte aligned
  */
-void kg_gf2m571_inv_avx2(uint64_t out[9], const uint64_t a[9]);
+void kg_gf2m571_inv_avx2(uint64_t *out, const uint64_t *a);
 
 
 #ifdef __cplusplus

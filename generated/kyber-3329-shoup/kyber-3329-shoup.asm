@@ -466,7 +466,7 @@ section .text
 ;   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -480,8 +480,7 @@ kg_kyber3329shoup_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -500,308 +499,244 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm9, [rax - 96]
-    vpmullw      ymm9, ymm9, [rax - 128]
+    vpmulhuw     ymm8, ymm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm8, ymm1                    ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpaddw       ymm1, ymm1, [rel pw_6658]
     vpsubw       ymm1, ymm1, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm8, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
     vpaddw       ymm10, ymm8, ymm2                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm8, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
     vpaddw       ymm11, ymm8, ymm3                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_6658]
     vpsubw       ymm3, ymm3, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm12, [rax - 96]
-    vpmullw      ymm12, ymm12, [rax - 128]
+    vpmulhuw     ymm8, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm8, ymm4                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm4, ymm4, [rax - 128]
+    vpaddw       ymm4, ymm4, [rel pw_6658]
     vpsubw       ymm4, ymm4, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm13, [rax - 96]
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm8, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm8, ymm5                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm5, ymm5, [rax - 128]
+    vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm5, ymm5, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm14, [rax - 96]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm8, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm8, ymm6                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm6, ymm6, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm8, ymm15, [rax - 96]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm8, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
     vpaddw       ymm15, ymm8, ymm7                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 0
-    vpmulhuw     ymm4, ymm8, [rax - 96]
-    vpmullw      ymm8, ymm8, [rax - 128]
+    vpmulhuw     ymm4, ymm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 32]
+    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm4, ymm8, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
-    vpmulhuw     ymm8, ymm13, [rax - 96]
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm8, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
+    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm8, ymm9, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
-    vpmulhuw     ymm9, ymm14, [rax - 96]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm9, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_6658]
     vpsubw       ymm9, ymm10, ymm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
-    vpmulhuw     ymm10, ymm15, [rax - 96]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm10, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
+    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_6658]
     vpsubw       ymm10, ymm11, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 64
-    vpmulhuw     ymm11, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm11, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 96]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 64]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm3, ymm12, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
-    vpmulhuw     ymm12, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpaddw       ymm1, ymm1, [rel pw_6658]
     vpsubw       ymm1, ymm1, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
-    vpmulhuw     ymm5, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm5, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
-    vpmulhuw     ymm5, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm5, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm5, ymm7, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 128
-    vpmulhuw     ymm7, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm7, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 160]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm4, ymm7, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 192
-    vpmulhuw     ymm7, ymm15, [rax - 96]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm7, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 224]
+    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm7, ymm13, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 192
-    vpmulhuw     ymm13, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 224]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 192]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm11, ymm14, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 256
-    vpmulhuw     ymm14, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm14, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 288]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm8, ymm8, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 256
-    vpmulhuw     ymm10, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm10, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 288]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 256]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm3, ymm9, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 320
-    vpmulhuw     ymm9, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm9, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 352]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm2, ymm12, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 320
-    vpmulhuw     ymm12, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm12, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 352]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 320]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm1, ymm6, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 384
-    vpmulhuw     ymm6, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm6, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 416]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm5, ymm6, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 384
-    vpmulhuw     ymm6, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm6, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 416]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 384]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm4, ymm6, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 576] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 448
-    vpmulhuw     ymm6, ymm13, [rax - 96]
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm6, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 480]
+    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 448]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm6, ymm15, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 640] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 512
-    vpmulhuw     ymm15, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm15, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 544]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 512]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
     vpaddw       ymm15, ymm11, ymm7                  ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm7, ymm7, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 704] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 576
-    vpmulhuw     ymm11, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm11, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 608]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 576]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm10, ymm14, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 768] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 640
-    vpmulhuw     ymm14, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm14, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 672]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 640]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm3, ymm8, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 832] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 704
-    vpmulhuw     ymm8, ymm12, [rax - 96]
-    vpmullw      ymm12, ymm12, [rax - 128]
+    vpmulhuw     ymm8, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 736]
+    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 704]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm8, ymm9, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 896] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 768
-    vpmulhuw     ymm9, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm9, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 800]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 768]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm1, ymm9, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 960] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 832
-    vpmulhuw     ymm9, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm9, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 864]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 832]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1024] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 896
-    vpmulhuw     ymm5, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm5, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 928]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 896]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
     vpaddw       ymm0, ymm5, ymm4                    ; layer 3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm5, ymm5, [rax - 128]
+    vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm4, ymm5, ymm4
     vperm2i128   ymm5, ymm13, ymm6, 32
     vperm2i128   ymm6, ymm13, ymm6, 49
@@ -820,83 +755,66 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1088] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 960
-    vpmulhuw     ymm4, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm4, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 992]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 960]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vmovdqu      ymm9, [rel pw_3329]                 ; reload
     vpmullw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm5, ymm5, [rax - 128]
+    vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm4, ymm5, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1152] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1024
-    vpmulhuw     ymm5, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm5, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1056]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1024]
     vpmullw      ymm5, ymm9, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm5, ymm13, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1216] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1088
-    vpmulhuw     ymm13, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm13, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1120]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1088]
     vpmullw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm10, ymm15, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1280] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1152
-    vpmulhuw     ymm15, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm15, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1184]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1152]
     vpmullw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_6658]
     vpsubw       ymm3, ymm11, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1344] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1216
-    vpmulhuw     ymm11, ymm12, [rax - 96]
-    vpmullw      ymm12, ymm12, [rax - 128]
+    vpmulhuw     ymm11, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1248]
+    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1216]
     vpmullw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm11, ymm12, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1280
-    vpmulhuw     ymm12, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm12, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1312]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1280]
     vpmullw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm1, ymm14, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1344
-    vpmulhuw     ymm14, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm14, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1376]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1344]
     vpmullw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm2, ymm8, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1408
-    vpmulhuw     ymm8, ymm0, [rax - 96]
-    vpmullw      ymm0, ymm0, [rax - 128]
+    vpmulhuw     ymm8, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1440]
+    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1408]
     vpmullw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vpaddw       ymm9, ymm8, ymm0                    ; layer 4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm0, ymm8, ymm0
     vpunpcklwd   ymm8, ymm6, ymm4
     vpunpckhwd   ymm4, ymm6, ymm4
@@ -915,83 +833,66 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1600] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1472
-    vpmulhuw     ymm9, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm9, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1504]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1472]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm14, [rax - 128]                  ; reload
+    vmovdqu      ymm14, [rel pw_3329]                ; reload
     vpmullw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm4, ymm8, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1536
-    vpmulhuw     ymm8, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm8, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1568]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1536]
     vpmullw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm5, ymm6, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1600
-    vpmulhuw     ymm6, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm6, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1632]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1600]
     vpmullw      ymm6, ymm14, ymm6
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm6, ymm7, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1792] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1664
-    vpmulhuw     ymm7, ymm15, [rax - 96]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm7, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1696]
+    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1664]
     vpmullw      ymm7, ymm14, ymm7
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm7, ymm15, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1856] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1728
-    vpmulhuw     ymm15, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm15, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1760]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1728]
     vpmullw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm3, ymm13, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1792
-    vpmulhuw     ymm13, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm13, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1824]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1792]
     vpmullw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_6658]
     vpsubw       ymm1, ymm11, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1856
-    vpmulhuw     ymm11, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm11, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1888]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1856]
     vpmullw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm2, ymm12, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2048] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1920
-    vpmulhuw     ymm12, ymm0, [rax - 96]
-    vpmullw      ymm0, ymm0, [rax - 128]
+    vpmulhuw     ymm12, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1952]
+    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1920]
     vpmullw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vpaddw       ymm14, ymm12, ymm0                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm0, ymm12, ymm0
     vpunpcklwd   ymm12, ymm9, ymm4
     vpunpckhwd   ymm4, ymm9, ymm4
@@ -1010,75 +911,61 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm11, ymm2
     vpunpcklwd   ymm11, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2112] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 1984
-    vpmulhuw     ymm14, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm14, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2016]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 1984]
     vmovdqa      [rsp + 32], ymm11                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm11, [rax - 128]                  ; reload
+    vmovdqu      ymm11, [rel pw_3329]                ; reload
     vpmullw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm4, ymm12, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2048
-    vpmulhuw     ymm12, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2080]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2048]
     vpmullw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm9, ymm5                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm5, ymm9, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2112
-    vpmulhuw     ymm9, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm9, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2144]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2112]
     vpmullw      ymm9, ymm9, ymm11
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_6658]
     vpsubw       ymm9, ymm10, ymm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2304] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2176
-    vpmulhuw     ymm10, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm10, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2208]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2176]
     vpmullw      ymm10, ymm10, ymm11
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm6, ymm8, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2368] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2240
-    vpmulhuw     ymm8, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm8, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2272]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2240]
     vpmullw      ymm8, ymm8, ymm11
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm7, ymm3                    ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm3, ymm7, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm7, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm7, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2336]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2304]
     vpmullw      ymm7, ymm11, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm15, ymm1                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm1, ymm15, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_avx2 near byte 2368
-    vpmulhuw     ymm15, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm15, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2400]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2368]
     vpmullw      ymm15, ymm15, ymm11
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm13, ymm2                  ; layer 6
     vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm2, ymm13, ymm2
-    vpmulhuw     ymm13, ymm0, [rax - 32]
-    vpmullw      ymm0, ymm0, [rax - 64]
+    vpmulhuw     ymm13, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2464]
+    vpmullw      ymm0, ymm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_avx2 + 2432]
     vpmullw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
@@ -1102,113 +989,71 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm15, ymm2
     vpunpcklwd   ymm15, ymm13, ymm0
     vpunpckhwd   ymm0, ymm13, ymm0
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm13, ymm11, [rax - 128]           ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm11, ymm11, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm13, ymm11, [rel pw_19]           ; shoup: the output range asked for
+    vpmullw      ymm11, ymm11, [rel pw_1]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm11, ymm11, ymm13
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm13, ymm4, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm4, ymm4, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm13, ymm4, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm4, ymm4, [rel pw_1]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm4, ymm4, ymm13
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm13, ymm14, [rax - 128]           ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
+    vpmullw      ymm14, ymm14, [rel pw_1]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm13, ymm14, ymm13
     vmovdqa      ymm14, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm13                   ; spill
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm13, ymm14, [rax - 128]           ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
+    vpmullw      ymm14, ymm14, [rel pw_1]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm13, ymm14, ymm13
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm12, [rax - 128]           ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm12, ymm12, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm12, [rel pw_19]           ; shoup: the output range asked for
+    vpmullw      ymm12, ymm12, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm12, ymm12, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm5, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm5, ymm5, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm5, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm5, ymm5, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm5, ymm5, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm9, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm9, ymm9, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm9, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm9, ymm9, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm9, ymm9, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm6, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm6, ymm6, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm6, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm6, ymm6, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm6, ymm6, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm10, [rax - 128]           ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm10, ymm10, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm10, [rel pw_19]           ; shoup: the output range asked for
+    vpmullw      ymm10, ymm10, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm10, ymm10, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm3, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm3, ymm3, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm3, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm3, ymm3, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm3, ymm3, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm8, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm8, ymm8, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm8, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm8, ymm8, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm8, ymm8, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm1, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm1, ymm1, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm1, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm1, ymm1, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm7, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm7, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm7, ymm7, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm7, ymm7, ymm14
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm14, ymm2, [rax - 128]            ; shoup: the output range asked for
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm2, ymm2, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm14, ymm2, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm2, ymm2, [rel pw_1]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm2, ymm2, ymm14
     vpmulhuw     ymm14, ymm15, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm15, ymm15, [rel pw_1]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
     vpsubw       ymm14, ymm15, ymm14
     vpmulhuw     ymm15, ymm0, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm15
     vmovdqu      [rdi], ymm11
     vmovdqu      [rdi + 32], ymm4
@@ -1541,7 +1386,7 @@ kg_kyber3329shoup_basemul_avx2:
 ;   ensures:  every a[i] in [0, 39904] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-15}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 4 vector reductions
@@ -1556,8 +1401,7 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -1610,107 +1454,80 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpsrld       ymm12, ymm12, 16
     vpblendw     ymm0, ymm12, ymm0, 170
     vpaddw       ymm12, ymm15, ymm1                  ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm1, ymm15, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 0
-    vpmulhuw     ymm15, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 32]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp], ymm0                         ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; reload
+    vmovdqu      ymm0, [rel pw_3329]                 ; reload
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm15, ymm12, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm12, ymm12, [rax - 128]
+    vpmulhuw     ymm15, ymm12, [rel pw_10079]
+    vpmullw      ymm12, ymm12, [rel pw_512]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 64
-    vpmulhuw     ymm3, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm3, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 96]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 64]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm3, ymm15, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm3, ymm15, [rel pw_10079]
+    vpmullw      ymm15, ymm15, [rel pw_512]
     vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm4, ymm4, [rax - 128]
+    vpaddw       ymm4, ymm4, [rel pw_6658]
     vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 128
-    vpmulhuw     ymm5, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm5, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 160]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm5, ymm15, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm5, ymm15, [rel pw_10079]
+    vpmullw      ymm15, ymm15, [rel pw_512]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 192
-    vpmulhuw     ymm7, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm7, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 224]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 192]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm7, ymm15, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm7, ymm15, [rel pw_10079]
+    vpmullw      ymm15, ymm15, [rel pw_512]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm8, ymm9                   ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_6658]
     vpsubw       ymm8, ymm8, ymm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 256
-    vpmulhuw     ymm9, ymm8, [rax - 96]
-    vpmullw      ymm8, ymm8, [rax - 128]
+    vpmulhuw     ymm9, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 288]
+    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 256]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm9, ymm15, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm9, ymm15, [rel pw_10079]
+    vpmullw      ymm15, ymm15, [rel pw_512]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm11                 ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_6658]
     vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 320
-    vpmulhuw     ymm11, ymm10, [rax - 96]
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmulhuw     ymm11, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 352]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 320]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    vpmulhuw     ymm11, ymm15, [rax - 128]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm11, ymm15, [rel pw_10079]
+    vpmullw      ymm15, ymm15, [rel pw_512]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm11                   ; spill
     vpaddw       ymm11, ymm15, ymm13                 ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm13, ymm15, ymm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 384
-    vpmulhuw     ymm15, ymm13, [rax - 96]
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmulhuw     ymm15, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 416]
+    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 384]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpmulhuw     ymm15, ymm11, [rel pw_10079]
@@ -1718,13 +1535,11 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
     vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm14, ymm14, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 576] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 448
-    vpmulhuw     ymm11, ymm14, [rax - 96]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm11, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 480]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 448]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vpmulhuw     ymm14, ymm15, [rel pw_10079]
@@ -1768,78 +1583,62 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpsrlq       ymm14, ymm14, 32
     vpblendd     ymm11, ymm14, ymm11, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_6658]
     vpsubw       ymm1, ymm15, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 512
-    vpmulhuw     ymm15, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 544]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 512]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_6658]
     vpsubw       ymm2, ymm12, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 704] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 576
-    vpmulhuw     ymm12, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm12, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 608]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 576]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm3, ymm4                   ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_6658]
     vpsubw       ymm3, ymm3, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 640
-    vpmulhuw     ymm4, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm4, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 672]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 640]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm5, ymm5, [rax - 128]
+    vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 832] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 704
-    vpmulhuw     ymm6, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm6, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 736]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 704]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm4                         ; spill
     vpaddw       ymm4, ymm8, ymm6                    ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm6, ymm6, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 768
-    vpmulhuw     ymm8, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm8, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 800]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 768]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm9, ymm9, [rsp + 64]
     vmovdqa      [rsp + 64], ymm8                    ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 960] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 832
-    vpmulhuw     ymm8, ymm9, [rax - 96]
-    vpmullw      ymm9, ymm9, [rax - 128]
+    vpmulhuw     ymm8, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 864]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 832]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm7                   ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_6658]
     vpsubw       ymm7, ymm10, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 896
-    vpmulhuw     ymm10, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm10, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 928]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 896]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm13, ymm11                 ; layer 5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm11, ymm13, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1088] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 960
-    vpmulhuw     ymm13, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 992]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 960]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpunpcklqdq  ymm13, ymm14, ymm1
@@ -1863,77 +1662,61 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpunpcklqdq  ymm9, ymm10, ymm11
     vpunpckhqdq  ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm13, ymm1                  ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_9987]
     vpsubw       ymm1, ymm13, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1024
-    vpmulhuw     ymm13, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm13, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1056]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1024]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_9987]
     vpsubw       ymm2, ymm14, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1088
-    vpmulhuw     ymm14, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm14, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1120]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1088]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_9987]
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmulhuw     ymm14, ymm15, [rax - 96]
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmulhuw     ymm14, ymm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1184]
+    vpmullw      ymm15, ymm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1152]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm3, ymm5                   ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_9987]
     vpsubw       ymm3, ymm3, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1344] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1216
-    vpmulhuw     ymm5, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm5, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1248]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1216]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm12, ymm12, [rax - 128]
+    vpaddw       ymm12, ymm12, [rel pw_9987]
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1280
-    vpmulhuw     ymm5, ymm12, [rax - 96]
-    vpmullw      ymm12, ymm12, [rax - 128]
+    vpmulhuw     ymm5, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1312]
+    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1280]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm12, ymm5
     vpaddw       ymm12, ymm4, ymm6                   ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm4, ymm4, [rax - 128]
+    vpaddw       ymm4, ymm4, [rel pw_9987]
     vpsubw       ymm4, ymm4, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1472] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1344
-    vpmulhuw     ymm6, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm6, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1376]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1344]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm8, ymm8, [rax - 128]
+    vpaddw       ymm8, ymm8, [rel pw_9987]
     vpsubw       ymm7, ymm8, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmulhuw     ymm8, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1440]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1408]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_9987]
     vpsubw       ymm9, ymm9, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1600] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1472
-    vpmulhuw     ymm10, ymm9, [rax - 96]
-    vpmullw      ymm9, ymm9, [rax - 128]
+    vpmulhuw     ymm10, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1504]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1472]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vperm2i128   ymm10, ymm11, ymm1, 32
@@ -1957,199 +1740,161 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vperm2i128   ymm7, ymm8, ymm9, 32
     vperm2i128   ymm8, ymm8, ymm9, 49
     vpaddw       ymm9, ymm10, ymm1                   ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_16645]
     vpsubw       ymm1, ymm10, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1536
-    vpmulhuw     ymm10, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm10, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1568]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1536]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_16645]
     vpsubw       ymm11, ymm11, [rsp + 64]
     vmovdqa      [rsp + 64], ymm1                    ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1600
-    vpmulhuw     ymm1, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm1, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1632]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1600]
     vpmullw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm11, ymm1
     vpaddw       ymm11, ymm13, ymm2                  ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm2, ymm2, [rax - 128]
+    vpaddw       ymm2, ymm2, [rel pw_16645]
     vpsubw       ymm2, ymm2, ymm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmulhuw     ymm13, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm13, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1696]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1664]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
+    vpaddw       ymm14, ymm14, [rel pw_16645]
     vpsubw       ymm14, ymm14, [rsp + 32]
     vmovdqa      [rsp + 32], ymm2                    ; spill
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1728
-    vpmulhuw     ymm2, ymm14, [rax - 96]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm2, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1760]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1728]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm14, ymm2
     vpaddw       ymm14, ymm3, ymm5                   ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_16645]
     vpsubw       ymm3, ymm3, ymm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1792
-    vpmulhuw     ymm5, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm5, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1824]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1792]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm15, ymm4                   ; layer 3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpaddw       ymm15, ymm15, [rel pw_16645]
     vpsubw       ymm4, ymm15, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 1856
-    vpmulhuw     ymm15, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm15, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1888]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1856]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm12, ymm6                  ; layer 3
     vpaddw       ymm12, ymm12, [rel pw_16645]
     vpsubw       ymm6, ymm12, ymm6
-    vpmulhuw     ymm12, ymm6, [rax - 32]
-    vpmullw      ymm6, ymm6, [rax - 64]
+    vpmulhuw     ymm12, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1952]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1920]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm6, ymm6, ymm12
     vpaddw       ymm12, ymm8, ymm7                   ; layer 3
     vpaddw       ymm7, ymm7, [rel pw_16645]
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhuw     ymm8, ymm7, [rax + 32]
-    vpmullw      ymm7, ymm7, [rax]
+    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2016]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 1984]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 2
-    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_33290]
     vpsubw       ymm9, ymm9, ymm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmulhuw     ymm10, ymm9, [rax - 96]
-    vpmullw      ymm9, ymm9, [rax - 128]
+    vpmulhuw     ymm10, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2080]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2048]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vmovdqa      ymm10, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm9                         ; spill
     vpaddw       ymm9, ymm10, ymm1                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpaddw       ymm10, ymm10, [rel pw_6658]
     vpsubw       ymm1, ymm10, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmulhuw     ymm10, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm10, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2080]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2048]
     vpmullw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, ymm13                 ; layer 2
-    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_33290]
     vpsubw       ymm11, ymm11, ymm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmulhuw     ymm13, ymm11, [rax - 96]
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmulhuw     ymm13, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2144]
+    vpmullw      ymm11, ymm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2112]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vmovdqa      ymm13, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpaddw       ymm1, ymm13, ymm2                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpaddw       ymm13, ymm13, [rel pw_6658]
     vpsubw       ymm2, ymm13, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmulhuw     ymm13, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm13, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2144]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2112]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, ymm5                  ; layer 2
     vpaddw       ymm14, ymm14, [rel pw_33290]
     vpsubw       ymm5, ymm14, ymm5
-    vpmulhuw     ymm14, ymm5, [rax - 32]
-    vpmullw      ymm5, ymm5, [rax - 64]
+    vpmulhuw     ymm14, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2208]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm3, ymm4                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_6658]
     vpsubw       ymm3, ymm3, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2176
-    vpmulhuw     ymm4, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm4, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2208]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2176]
     vpmullw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm15, ymm12                  ; layer 2
     vpaddw       ymm15, ymm15, [rel pw_33290]
     vpsubw       ymm12, ymm15, ymm12
-    vpmulhuw     ymm15, ymm12, [rax - 32]
-    vpmullw      ymm12, ymm12, [rax - 64]
+    vpmulhuw     ymm15, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2272]
+    vpmullw      ymm12, ymm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm6, ymm7                   ; layer 2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm6, ymm6, [rax - 128]
+    vpaddw       ymm6, ymm6, [rel pw_6658]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmulhuw     ymm7, ymm6, [rax - 96]
-    vpmullw      ymm6, ymm6, [rax - 128]
+    vpmulhuw     ymm7, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2272]
+    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm7, ymm8, [rax - 128]             ; shoup: before layer 1
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm8, ymm8, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm7, ymm8, [rel pw_19]             ; shoup: before layer 1
+    vpmullw      ymm8, ymm8, [rel pw_1]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm8, ymm7
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    vpmulhuw     ymm8, ymm10, [rax - 128]            ; shoup: before layer 1
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    vpmullw      ymm10, ymm10, [rax - 128]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm8, ymm8, [rax - 128]
+    vpmulhuw     ymm8, ymm10, [rel pw_19]            ; shoup: before layer 1
+    vpmullw      ymm10, ymm10, [rel pw_1]
+    vpmullw      ymm8, ymm8, [rel pw_3329]
     vpsubw       ymm8, ymm10, ymm8
     vpaddw       ymm10, ymm8, ymm7                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm7, ymm7, ymm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm8, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
     vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm1                    ; layer 1
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_9987]
     vpsubw       ymm1, ymm9, ymm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm9, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmulhuw     ymm9, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm9, ymm11                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm9, ymm9, [rax - 128]
+    vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm9, ymm9, ymm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm11, ymm9, [rax - 96]
-    vpmullw      ymm9, ymm9, [rax - 128]
+    vpmulhuw     ymm11, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
     vmovdqa      ymm11, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm9                         ; spill
     vpaddw       ymm9, ymm11, ymm2                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_6658]
     vpsubw       ymm2, ymm11, ymm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm11, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm11, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpmulhuw     ymm11, ymm13, [rel pw_19]           ; shoup: before layer 1
@@ -2161,85 +1906,75 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm4, ymm4, ymm13
     vpaddw       ymm13, ymm11, ymm4                  ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpaddw       ymm11, ymm11, [rel pw_6658]
     vpsubw       ymm4, ymm11, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
-    vpmulhuw     ymm11, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm11, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
     vpaddw       ymm11, ymm14, ymm15                 ; layer 1
     vpaddw       ymm14, ymm14, [rel pw_9987]
     vpsubw       ymm14, ymm14, ymm15
-    vpmulhuw     ymm15, ymm14, [rax - 96]
-    vpmullw      ymm14, ymm14, [rax - 128]
+    vpmulhuw     ymm15, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm12, ymm5                  ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm5, ymm5, [rax - 128]
+    vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm5, ymm5, ymm12
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
-    vpmulhuw     ymm12, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm3, ymm6                   ; layer 1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm3, ymm3, [rax - 128]
+    vpaddw       ymm3, ymm3, [rel pw_6658]
     vpsubw       ymm3, ymm3, ymm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2368
-    vpmulhuw     ymm6, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmulhuw     ymm6, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm10, ymm13                  ; layer 0
     vpaddw       ymm10, ymm10, [rel pw_13316]
     vpsubw       ymm10, ymm10, ymm13
-    vpmulhuw     ymm13, ymm10, [rax - 32]
-    vpmullw      ymm10, ymm10, [rax - 64]
+    vpmulhuw     ymm13, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm8, ymm11                  ; layer 0
     vpaddw       ymm8, ymm8, [rel pw_19974]
     vpsubw       ymm8, ymm8, ymm11
-    vpmulhuw     ymm11, ymm8, [rax - 32]
-    vpmullw      ymm8, ymm8, [rax - 64]
+    vpmulhuw     ymm11, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
     vpaddw       ymm11, ymm15, ymm1                  ; layer 0
     vpaddw       ymm1, ymm1, [rel pw_13316]
     vpsubw       ymm1, ymm1, ymm15
-    vpmulhuw     ymm15, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
+    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm9, ymm12                  ; layer 0
     vpaddw       ymm9, ymm9, [rel pw_9987]
     vpsubw       ymm9, ymm9, ymm12
-    vpmulhuw     ymm12, ymm9, [rax - 32]
-    vpmullw      ymm9, ymm9, [rax - 64]
+    vpmulhuw     ymm12, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vpaddw       ymm12, ymm7, ymm4                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm4, ymm7, ymm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2432
-    vpmulhuw     ymm7, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmulhuw     ymm7, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
     vpaddw       ymm4, ymm14, ymm7                   ; layer 0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm7, ymm7, ymm14
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_avx2 near byte 2432
-    vpmulhuw     ymm14, ymm7, [rax - 96]
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmulhuw     ymm14, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm7, ymm7, ymm14
     vmovdqa      ymm14, [rsp]                        ; reload
@@ -2247,15 +1982,15 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpaddw       ymm7, ymm14, ymm5                   ; layer 0
     vpaddw       ymm14, ymm14, [rel pw_6658]
     vpsubw       ymm5, ymm14, ymm5
-    vpmulhuw     ymm14, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmulhuw     ymm14, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm2, ymm3                   ; layer 0
     vpaddw       ymm2, ymm2, [rel pw_6658]
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhuw     ymm3, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmulhuw     ymm3, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vmovdqu      [rdi], ymm6
@@ -2943,8 +2678,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -2964,9 +2698,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi], xmm5
@@ -2978,7 +2711,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -2992,9 +2724,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 32], xmm5
@@ -3006,7 +2737,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 320]
     movdqu       xmm4, [rdi + 336]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3020,9 +2750,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 64], xmm5
@@ -3034,7 +2763,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 352]
     movdqu       xmm4, [rdi + 368]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3048,9 +2776,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 96], xmm5
@@ -3062,7 +2789,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3076,9 +2802,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 128], xmm5
@@ -3090,7 +2815,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3104,9 +2828,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 160], xmm5
@@ -3118,7 +2841,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3132,9 +2854,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 192], xmm5
@@ -3146,7 +2867,6 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 128] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm5, [rax - 96]
     movdqa       xmm6, xmm4
     pmulhuw      xmm6, [rax - 80]
@@ -3160,9 +2880,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm3
     movdqa       xmm6, xmm2
     paddw        xmm6, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqu       [rdi + 224], xmm5
@@ -3188,13 +2907,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm8, [rdi + 240]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax - 32]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm10, [rax - 112]
+    pmulhuw      xmm8, [rax - 16]
+    pmullw       xmm9, [rax - 64]
+    pmullw       xmm10, [rax - 48]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm9, xmm7
@@ -3203,18 +2921,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm9, [rax - 96]
+    pmulhuw      xmm9, [rax - 32]
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm10, [rax - 16]
+    pmullw       xmm11, [rax - 64]
+    pmullw       xmm12, [rax - 48]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm9
@@ -3223,18 +2939,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm4, [rel pw_6658 + 16]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm13, [rax - 64]
+    pmullw       xmm14, [rax - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3243,20 +2957,18 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm13, [rax - 96]
+    pmulhuw      xmm13, [rax - 32]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm4, [rax - 16]
+    pmullw       xmm15, [rax - 64]
+    pmullw       xmm14, [rax - 48]
     pmullw       xmm13, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
@@ -3269,18 +2981,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm3, [rel pw_6658 + 16]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm14, [rax - 96]
+    pmulhuw      xmm14, [rax + 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm15, [rax + 48]
+    pmullw       xmm11, [rax]
+    pmullw       xmm12, [rax + 16]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -3289,18 +2999,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm8, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm8, [rel pw_6658 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax + 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm13, [rax]
+    pmullw       xmm2, [rax + 16]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -3309,18 +3017,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm10, [rax - 112]
+    paddw        xmm9, [rel pw_6658]
+    paddw        xmm10, [rel pw_6658 + 16]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 192
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 96]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm13, [rax + 112]
+    pmullw       xmm5, [rax + 64]
+    pmullw       xmm6, [rax + 80]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -3331,18 +3037,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 192
-    pmulhuw      xmm5, [rax - 96]
+    pmulhuw      xmm5, [rax + 96]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm6, [rax + 112]
+    pmullw       xmm4, [rax + 64]
+    pmullw       xmm3, [rax + 80]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -3355,9 +3059,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm5, xmm4
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm11
@@ -3375,18 +3078,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm14, [rel pw_6658]
+    paddw        xmm15, [rel pw_6658 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 448] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 320
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm10, [rax - 112]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm9, [rax - 64]
+    pmullw       xmm10, [rax - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -3395,18 +3096,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm8, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm8, [rel pw_6658 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 512] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 384
-    pmulhuw      xmm9, [rax - 96]
+    pmulhuw      xmm9, [rax + 32]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm10, [rax + 48]
+    pmullw       xmm6, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm9, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm9
@@ -3417,18 +3116,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm9, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 576] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 448
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm6, [rax + 112]
+    pmullw       xmm5, [rax + 64]
+    pmullw       xmm13, [rax + 80]
     pmullw       xmm1, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm5, xmm1
@@ -3441,9 +3138,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm6
     paddw        xmm9, xmm13
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm1, xmm5
     psubw        xmm6, xmm13
     movdqa       xmm5, xmm4
@@ -3461,18 +3157,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm5, xmm4
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm14, [rel pw_6658 + 16]
     psubw        xmm3, xmm4
     psubw        xmm14, xmm15
     movdqa       xmm4, xmm12
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 704] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 576
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax - 32]
     movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm8, [rax - 112]
+    pmulhuw      xmm15, [rax - 16]
+    pmullw       xmm12, [rax - 64]
+    pmullw       xmm8, [rax - 48]
     pmullw       xmm4, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm12, xmm4
@@ -3481,18 +3175,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm4, xmm12
     movdqa       xmm15, xmm7
     paddw        xmm15, xmm8
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm11, [rel pw_6658]
+    paddw        xmm7, [rel pw_6658 + 16]
     psubw        xmm11, xmm12
     psubw        xmm7, xmm8
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 768] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 640
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax + 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm10, [rax]
+    pmullw       xmm2, [rax + 16]
     pmullw       xmm8, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm10, xmm8
@@ -3505,18 +3197,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm12
     paddw        xmm7, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm8, xmm10
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 832] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 704
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 96]
     movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm10, [rax + 112]
+    pmullw       xmm9, [rax + 64]
+    pmullw       xmm6, [rax + 80]
     pmullw       xmm2, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm9, xmm2
@@ -3526,9 +3216,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm9
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm2, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm2, xmm9
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
@@ -3566,8 +3255,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm5, [rax - 128]
     pmullw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3329]                ; reload
     pmullw       xmm1, xmm12
     pmullw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3576,18 +3264,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm1, xmm5
     movdqa       xmm2, xmm9
     paddw        xmm2, xmm13
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm6, [rel pw_6658]
+    paddw        xmm9, [rel pw_6658 + 16]
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 960] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 832
-    pmulhuw      xmm5, [rax - 96]
+    pmulhuw      xmm5, [rax - 32]
     movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm15, [rax - 48]
     pmullw       xmm5, xmm12
     pmullw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3598,18 +3284,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm13
     paddw        xmm5, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1024] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 896
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax + 32]
     movdqa       xmm15, xmm7
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm15, [rax + 48]
+    pmullw       xmm11, [rax]
+    pmullw       xmm7, [rax + 16]
     pmullw       xmm4, xmm12
     pmullw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3620,18 +3304,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm14
     paddw        xmm15, xmm7
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm14, [rel pw_6658 + 16]
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1088] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 960
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax + 96]
     movdqa       xmm11, xmm0
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm10, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm7, xmm12
     pmullw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3641,9 +3323,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddw        xmm12, xmm0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm11, [rel pw_6658 + 16]
     psubw        xmm8, xmm10
     psubw        xmm11, xmm0
     movdqa       xmm0, xmm1
@@ -3682,8 +3363,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm2, [rax - 112]
     movdqa       [rsp + 32], xmm14                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_3329]                ; reload
     pmullw       xmm8, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -3692,18 +3372,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm8, xmm1
     movdqa       xmm11, xmm10
     paddw        xmm11, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm10, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm10, [rel pw_6658 + 16]
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1088
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax - 32]
     movdqa       xmm2, xmm5
-    pmulhuw      xmm2, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm2, [rax - 16]
+    pmullw       xmm6, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm1, xmm14
     pmullw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -3714,18 +3392,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm9
     paddw        xmm2, xmm5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm9, [rel pw_6658 + 16]
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1152
-    pmulhuw      xmm5, [rax - 96]
+    pmulhuw      xmm5, [rax + 32]
     movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm6, [rax + 48]
+    pmullw       xmm3, [rax]
+    pmullw       xmm15, [rax + 16]
     pmullw       xmm5, xmm14
     pmullw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -3736,18 +3412,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm13
     paddw        xmm6, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1344] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1216
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax + 96]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm15, [rax + 112]
+    pmullw       xmm7, [rax + 64]
+    pmullw       xmm12, [rax + 80]
     pmullw       xmm3, xmm14
     pmullw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -3757,9 +3431,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm15, [rel pw_6658 + 16]
     psubw        xmm4, xmm7
     psubw        xmm15, xmm12
     movdqa       xmm7, xmm8
@@ -3791,111 +3464,87 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm3, xmm4
     punpckhwd    xmm14, xmm15
     movdqa       xmm4, xmm7                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm4, [rax - 128]
+    pmulhuw      xmm4, [rel pw_19]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm12, [rel pw_1 + 16]
+    pmullw       xmm4, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm7, xmm4
     psubw        xmm12, xmm15
     movdqa       xmm4, xmm8                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm4, [rax - 128]
+    pmulhuw      xmm4, [rel pw_19]
     movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm8, [rel pw_1]
+    pmullw       xmm11, [rel pw_1 + 16]
+    pmullw       xmm4, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm8, xmm4
     psubw        xmm11, xmm15
     movdqa       xmm4, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm4                         ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm15, [rax - 128]
+    pmulhuw      xmm15, [rel pw_19]
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm10
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm11, [rel pw_19 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm10, [rel pw_1 + 16]
+    pmullw       xmm15, [rel pw_3329]
+    pmullw       xmm11, [rel pw_3329 + 16]
     psubw        xmm4, xmm15
     psubw        xmm10, xmm11
     movdqa       xmm11, xmm0                         ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm11, [rax - 128]
+    pmulhuw      xmm11, [rel pw_19]
     movdqa       xmm15, xmm2
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm11, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm0, xmm11
     psubw        xmm2, xmm15
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm15, xmm11                        ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm15, [rax - 128]
+    pmulhuw      xmm15, [rel pw_19]
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm2, [rel pw_19 + 16]
+    pmullw       xmm11, [rel pw_1]
+    pmullw       xmm9, [rel pw_1 + 16]
+    pmullw       xmm15, [rel pw_3329]
+    pmullw       xmm2, [rel pw_3329 + 16]
     psubw        xmm11, xmm15
     psubw        xmm9, xmm2
     movdqa       xmm2, xmm1                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_19]
     movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm6, [rel pw_1 + 16]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm1, xmm2
     psubw        xmm6, xmm15
     movdqa       xmm2, xmm5                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_19]
     movdqa       xmm15, xmm13
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm5, [rel pw_1]
+    pmullw       xmm13, [rel pw_1 + 16]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm5, xmm2
     psubw        xmm13, xmm15
     movdqa       xmm2, xmm3                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_19]
     movdqa       xmm15, xmm14
-    pmulhuw      xmm15, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm15, [rel pw_19 + 16]
+    pmullw       xmm3, [rel pw_1]
+    pmullw       xmm14, [rel pw_1 + 16]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm3, xmm2
     psubw        xmm14, xmm15
     movdqu       [rdi], xmm7
@@ -3942,8 +3591,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm8, [rax - 128]
     pmullw       xmm9, [rax - 112]
     movdqa       [rsp], xmm15                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmullw       xmm7, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3952,13 +3600,11 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm6, xmm8
     movdqa       xmm7, xmm1
     paddw        xmm7, xmm9
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
     pmulhuw      xmm8, [rax - 96]
     movdqa       xmm9, xmm11
     pmulhuw      xmm9, [rax - 80]
@@ -3972,13 +3618,11 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm8, xmm10
     movdqa       xmm9, xmm3
     paddw        xmm9, xmm11
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    paddw        xmm2, [rel pw_6658]
+    paddw        xmm3, [rel pw_6658 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
     movdqa       xmm10, xmm12
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
     pmulhuw      xmm10, [rax - 96]
     movdqa       xmm11, xmm13
     pmulhuw      xmm11, [rax - 80]
@@ -3992,13 +3636,11 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm5
     paddw        xmm11, xmm13
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm5, [rel pw_6658 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1280
     pmulhuw      xmm12, [rax - 96]
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
@@ -4018,18 +3660,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm13
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm3, xmm14
     psubw        xmm2, xmm13
     movdqa       xmm13, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1344
-    pmulhuw      xmm13, [rax - 96]
+    pmulhuw      xmm13, [rax - 32]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm10, [rax - 64]
+    pmullw       xmm11, [rax - 48]
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm10, xmm13
@@ -4038,18 +3678,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm13, xmm10
     movdqa       xmm14, xmm7
     paddw        xmm14, xmm11
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm6, [rel pw_6658]
+    paddw        xmm7, [rel pw_6658 + 16]
     psubw        xmm6, xmm10
     psubw        xmm7, xmm11
     movdqa       xmm10, xmm12
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1344
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax - 32]
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm11, [rax - 16]
+    pmullw       xmm12, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm10, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm12, xmm10
@@ -4058,18 +3696,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm12
     movdqa       xmm11, xmm9
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm9, [rel pw_6658 + 16]
     psubw        xmm8, xmm12
     psubw        xmm9, xmm1
     movdqa       xmm1, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1408
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 32]
     movdqa       xmm12, xmm5
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm1, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm4, xmm1
@@ -4080,18 +3716,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm12
     paddw        xmm1, xmm5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm0, xmm4
     psubw        xmm12, xmm5
     movdqa       xmm4, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1408
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm5, [rax + 48]
+    pmullw       xmm3, [rax]
+    pmullw       xmm2, [rax + 16]
     pmullw       xmm4, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm3, xmm4
@@ -4104,18 +3738,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm12
     paddw        xmm0, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm4, xmm3
     psubw        xmm12, xmm2
     movdqa       xmm2, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1600] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1472
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 96]
     movdqa       xmm3, xmm11
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm10, [rax + 64]
+    pmullw       xmm11, [rax + 80]
     pmullw       xmm2, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm10, xmm2
@@ -4124,9 +3756,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm2, xmm10
     movdqa       xmm3, xmm14
     paddw        xmm3, xmm11
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm13, [rel pw_6658]
+    paddw        xmm14, [rel pw_6658 + 16]
     psubw        xmm13, xmm10
     psubw        xmm14, xmm11
     movdqa       xmm10, xmm8
@@ -4144,18 +3775,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm10, xmm8
     movdqa       xmm11, xmm7
     paddw        xmm11, xmm9
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm6, [rel pw_6658]
+    paddw        xmm7, [rel pw_6658 + 16]
     psubw        xmm6, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1728] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1600
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax - 32]
     movdqa       xmm9, xmm0
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm9, [rax - 16]
+    pmullw       xmm5, [rax - 64]
+    pmullw       xmm0, [rax - 48]
     pmullw       xmm8, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm5, xmm8
@@ -4166,18 +3795,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm8, xmm5
     psubw        xmm1, xmm0
     movdqa       xmm0, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1792] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1664
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax + 32]
     movdqa       xmm5, xmm12
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm5, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm12, [rax + 16]
     pmullw       xmm0, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm4, xmm0
@@ -4190,18 +3817,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm5
     paddw        xmm8, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm5, [rel pw_6658 + 16]
     psubw        xmm0, xmm4
     psubw        xmm5, xmm12
     movdqa       xmm4, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1856] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1728
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax + 96]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax + 112]
+    pmullw       xmm3, [rax + 64]
+    pmullw       xmm14, [rax + 80]
     pmullw       xmm4, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm3, xmm4
@@ -4210,9 +3835,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm4, xmm3
     movdqa       xmm12, xmm13
     paddw        xmm12, xmm14
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm2, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm2, xmm3
     psubw        xmm13, xmm14
     movdqa       xmm3, xmm11
@@ -4230,18 +3854,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm14, xmm6
     paddw        xmm14, xmm7
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm10, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm10, xmm11
     psubw        xmm6, xmm7
     movdqa       xmm7, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1984] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1856
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax - 32]
     movdqa       xmm11, xmm1
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm11, [rax - 16]
+    pmullw       xmm9, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm7, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm7
@@ -4254,18 +3876,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm11
     paddw        xmm6, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm11, [rel pw_6658 + 16]
     psubw        xmm7, xmm9
     psubw        xmm11, xmm1
     movdqa       xmm1, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2048] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1920
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 32]
     movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm9, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm1, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm8, xmm1
@@ -4275,9 +3895,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm9, xmm8
     movdqa       xmm15, xmm0
     paddw        xmm15, xmm5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm0, [rel pw_6658 + 16]
     psubw        xmm1, xmm8
     psubw        xmm0, xmm5
     movdqa       xmm5, xmm4
@@ -4308,15 +3927,13 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm9, xmm1
     punpckhwd    xmm15, xmm0
     movdqa       xmm0, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2112] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 1984
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax + 96]
     movdqa       xmm1, xmm12
-    pmulhuw      xmm1, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm1, [rax + 112]
+    pmullw       xmm4, [rax + 64]
+    pmullw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm11                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; reload
+    movdqu       xmm11, [rel pw_3329]                ; reload
     pmullw       xmm0, xmm11
     pmullw       xmm1, xmm11
     psubw        xmm4, xmm0
@@ -4325,9 +3942,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm0, xmm4
     movdqa       xmm1, xmm8
     paddw        xmm1, xmm12
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm8, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm8, [rel pw_6658 + 16]
     psubw        xmm5, xmm4
     psubw        xmm8, xmm12
     movdqa       xmm4, xmm3
@@ -4347,18 +3963,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm12
     paddw        xmm4, xmm14
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm2, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm2, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2240] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2112
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax - 32]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm10, [rax - 64]
+    pmullw       xmm6, [rax - 48]
     pmullw       xmm3, xmm11
     pmullw       xmm14, xmm11
     psubw        xmm10, xmm3
@@ -4369,18 +3983,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm3, xmm10
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2304] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2176
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm10, xmm15
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm10, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm15, [rax + 16]
     pmullw       xmm6, xmm11
     pmullw       xmm10, xmm11
     psubw        xmm9, xmm6
@@ -4390,9 +4002,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm11, xmm10
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm10, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm10, [rel pw_6658 + 16]
     psubw        xmm7, xmm9
     psubw        xmm10, xmm15
     movdqa       xmm9, xmm0
@@ -4424,15 +4035,13 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm11, xmm10
     movdqa       xmm7, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2240
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax + 96]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm10, [rax + 112]
+    pmullw       xmm0, [rax + 64]
+    pmullw       xmm1, [rax + 80]
     movdqa       [rsp + 128], xmm13                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_3329]                ; reload
     pmullw       xmm7, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm0, xmm7
@@ -4441,9 +4050,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     paddw        xmm7, xmm0
     movdqa       xmm10, xmm15
     paddw        xmm10, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm9, [rel pw_6658]
+    paddw        xmm15, [rel pw_6658 + 16]
     psubw        xmm9, xmm0
     psubw        xmm15, xmm1
     movdqa       xmm0, xmm5
@@ -4463,18 +4071,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm8
     paddw        xmm1, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm8, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm8, [rel pw_6658 + 16]
     psubw        xmm0, xmm5
     psubw        xmm8, xmm4
     movdqa       xmm4, xmm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2368
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax - 32]
     movdqa       xmm5, xmm14
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm5, [rax - 16]
+    pmullw       xmm2, [rax - 64]
+    pmullw       xmm14, [rax - 48]
     pmullw       xmm4, xmm13
     pmullw       xmm5, xmm13
     psubw        xmm2, xmm4
@@ -4485,18 +4091,16 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm12
     paddw        xmm5, xmm14
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm4, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm4, xmm2
     psubw        xmm12, xmm14
     movdqa       xmm2, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_forward_twiddles_sse near byte 2432
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm14, [rax + 48]
+    pmullw       xmm6, [rax]
+    pmullw       xmm11, [rax + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm14, xmm13
     psubw        xmm6, xmm2
@@ -4539,98 +4143,77 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpckhwd    xmm2, xmm3
     punpckhwd    xmm14, xmm13
     movdqa       xmm3, xmm6                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm3, [rax - 128]
+    pmulhuw      xmm3, [rel pw_19]
     movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm13, [rel pw_19 + 16]
+    pmullw       xmm6, [rel pw_1]
+    pmullw       xmm11, [rel pw_1 + 16]
+    pmullw       xmm3, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm6, xmm3
     psubw        xmm11, xmm13
     movdqa       xmm3, xmm7                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm3, [rax - 128]
+    pmulhuw      xmm3, [rel pw_19]
     movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm13, [rel pw_19 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm10, [rel pw_1 + 16]
+    pmullw       xmm3, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm7, xmm3
     psubw        xmm10, xmm13
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm3                         ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm13, [rax - 128]
+    pmulhuw      xmm13, [rel pw_19]
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm15
-    pmulhuw      xmm10, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm10, [rax - 112]
+    pmulhuw      xmm10, [rel pw_19 + 16]
+    pmullw       xmm3, [rel pw_1]
+    pmullw       xmm15, [rel pw_1 + 16]
+    pmullw       xmm13, [rel pw_3329]
+    pmullw       xmm10, [rel pw_3329 + 16]
     psubw        xmm3, xmm13
     psubw        xmm15, xmm10
     movdqa       xmm10, xmm9                         ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_19]
     movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm13, [rel pw_19 + 16]
+    pmullw       xmm9, [rel pw_1]
+    pmullw       xmm1, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm9, xmm10
     psubw        xmm1, xmm13
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm10                        ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm13, [rax - 128]
+    pmulhuw      xmm13, [rel pw_19]
     movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm8
-    pmulhuw      xmm1, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm1, [rel pw_19 + 16]
+    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm8, [rel pw_1 + 16]
+    pmullw       xmm13, [rel pw_3329]
+    pmullw       xmm1, [rel pw_3329 + 16]
     psubw        xmm10, xmm13
     psubw        xmm8, xmm1
     movdqa       xmm1, xmm0                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm1, [rax - 128]
+    pmulhuw      xmm1, [rel pw_19]
     movdqa       xmm13, xmm5
-    pmulhuw      xmm13, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm13, [rel pw_19 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm5, [rel pw_1 + 16]
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm0, xmm1
     psubw        xmm5, xmm13
     movdqa       xmm1, xmm4                          ; shoup: the output range asked for
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm1, [rax - 128]
+    pmulhuw      xmm1, [rel pw_19]
     movdqa       xmm13, xmm12
-    pmulhuw      xmm13, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm13, [rel pw_19 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm12, [rel pw_1 + 16]
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm4, xmm1
     psubw        xmm12, xmm13
     movdqa       xmm1, xmm2                          ; shoup: the output range asked for
@@ -4639,8 +4222,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm14, [rel pw_1 + 16]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm2, xmm1
     psubw        xmm14, xmm13
     movdqu       [rdi + 256], xmm6
@@ -4680,8 +4263,7 @@ global kg_kyber3329shoup_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329sh
 align 32
 kg_kyber3329shoup_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_m3327 + 128]           ; addresses pw_m3327 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; held in a register: read 24 times
+    movdqu       xmm15, [rel pw_m3327]               ; held in a register: read 24 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4694,11 +4276,12 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm9, xmm5
     pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     movdqa       xmm11, xmm7
     pmullw       xmm11, xmm15
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rax - 112]
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm13, xmm1
@@ -4724,7 +4307,7 @@ kg_kyber3329shoup_basemul_sse:
     movdqa       xmm7, xmm5
     pmullw       xmm7, xmm15
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax - 112]
+    pmullw       xmm8, [rax - 128]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     pmullw       xmm7, xmm1
@@ -5436,8 +5019,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -5515,9 +5097,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm1
     movdqa       xmm12, xmm14
     paddw        xmm12, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm14, [rel pw_6658 + 16]
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm0
@@ -5527,20 +5108,17 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmulhuw      xmm2, [rax - 80]
     pmullw       xmm0, [rax - 128]
     pmullw       xmm14, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmullw       xmm1, xmm15
     pmullw       xmm2, xmm15
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm11
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm1, [rax - 128]
+    pmulhuw      xmm1, [rel pw_10079]
     movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm2, [rel pw_10079 + 16]
+    pmullw       xmm11, [rel pw_512]
+    pmullw       xmm12, [rel pw_512 + 16]
     pmullw       xmm1, xmm15
     pmullw       xmm2, xmm15
     psubw        xmm11, xmm1
@@ -5549,30 +5127,26 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm1, xmm5
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    paddw        xmm13, [rel pw_6658]
+    paddw        xmm3, [rel pw_6658 + 16]
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm13
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 64
-    pmulhuw      xmm5, [rax - 96]
+    pmulhuw      xmm5, [rax - 32]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm6, [rax - 16]
+    pmullw       xmm13, [rax - 64]
+    pmullw       xmm3, [rax - 48]
     pmullw       xmm5, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm1
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm5, [rax - 128]
+    pmulhuw      xmm5, [rel pw_10079]
     movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm6, [rel pw_10079 + 16]
+    pmullw       xmm1, [rel pw_512]
+    pmullw       xmm2, [rel pw_512 + 16]
     pmullw       xmm5, xmm15
     pmullw       xmm6, xmm15
     psubw        xmm1, xmm5
@@ -5583,31 +5157,27 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm6
     paddw        xmm2, [rsp + 96]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm8, xmm9
     psubw        xmm6, [rsp + 96]
     movdqa       xmm9, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 128
-    pmulhuw      xmm9, [rax - 96]
+    pmulhuw      xmm9, [rax + 32]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm6
-    pmulhuw      xmm1, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm1, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm6, [rax + 16]
     pmullw       xmm9, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm8, xmm9
     psubw        xmm6, xmm1
     movdqa       xmm1, xmm5
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm1, [rax - 128]
+    pmulhuw      xmm1, [rel pw_10079]
     movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm9, [rel pw_10079 + 16]
+    pmullw       xmm5, [rel pw_512]
+    pmullw       xmm2, [rel pw_512 + 16]
     pmullw       xmm1, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm5, xmm1
@@ -5618,30 +5188,26 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm4
     paddw        xmm2, xmm7
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm1, [rel pw_6658]
+    paddw        xmm4, [rel pw_6658 + 16]
     psubw        xmm1, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 192
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax + 96]
     movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm4, [rax - 112]
+    pmulhuw      xmm10, [rax + 112]
+    pmullw       xmm1, [rax + 64]
+    pmullw       xmm4, [rax + 80]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm1, xmm7
     psubw        xmm4, xmm10
     movdqa       xmm7, xmm9
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm7, [rax - 128]
+    pmulhuw      xmm7, [rel pw_10079]
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm10, [rel pw_10079 + 16]
+    pmullw       xmm9, [rel pw_512]
+    pmullw       xmm2, [rel pw_512 + 16]
     pmullw       xmm7, xmm15
     pmullw       xmm10, xmm15
     psubw        xmm9, xmm7
@@ -5704,9 +5270,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm1, xmm11
     movdqa       xmm4, xmm7
     paddw        xmm4, [rsp + 160]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm15, [rel pw_6658]
+    paddw        xmm7, [rel pw_6658 + 16]
     psubw        xmm15, xmm11
     psubw        xmm7, [rsp + 160]
     movdqa       xmm8, xmm15
@@ -5717,8 +5282,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 160], xmm4                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm4, [rax - 128]                   ; reload
+    movdqu       xmm4, [rel pw_3329]                 ; reload
     pmullw       xmm8, xmm4
     pmullw       xmm11, xmm4
     psubw        xmm15, xmm8
@@ -5729,18 +5293,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm8, xmm14
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 320
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax - 32]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm8, [rax - 64]
+    pmullw       xmm12, [rax - 48]
     pmullw       xmm0, xmm4
     pmullw       xmm14, xmm4
     psubw        xmm8, xmm0
@@ -5751,18 +5313,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm0, xmm5
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 512] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 384
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax + 32]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm5, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm3, xmm4
     pmullw       xmm5, xmm4
     psubw        xmm0, xmm3
@@ -5771,18 +5331,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, xmm9
     movdqa       xmm5, xmm6
     paddw        xmm5, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm10, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm10, xmm9
     psubw        xmm6, xmm2
     movdqa       xmm2, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 576] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 448
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 96]
     movdqa       xmm9, xmm6
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm9, [rax + 112]
+    pmullw       xmm10, [rax + 64]
+    pmullw       xmm6, [rax + 80]
     pmullw       xmm2, xmm4
     pmullw       xmm9, xmm4
     psubw        xmm10, xmm2
@@ -5820,9 +5378,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm6, xmm1
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm9
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm2, [rel pw_9987]
+    paddw        xmm4, [rel pw_9987 + 16]
     psubw        xmm2, xmm1
     psubw        xmm4, xmm9
     movdqa       xmm1, xmm2
@@ -5833,8 +5390,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm2, [rax - 128]
     pmullw       xmm4, [rax - 112]
     movdqa       [rsp], xmm10                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm10, [rax - 128]                  ; reload
+    movdqu       xmm10, [rel pw_3329]                ; reload
     pmullw       xmm1, xmm10
     pmullw       xmm9, xmm10
     psubw        xmm2, xmm1
@@ -5845,18 +5401,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm15
     paddw        xmm9, xmm11
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm1, [rel pw_9987]
+    paddw        xmm15, [rel pw_9987 + 16]
     psubw        xmm1, xmm7
     psubw        xmm15, xmm11
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 576
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax - 32]
     movdqa       xmm11, xmm15
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm11, [rax - 16]
+    pmullw       xmm1, [rax - 64]
+    pmullw       xmm15, [rax - 48]
     pmullw       xmm7, xmm10
     pmullw       xmm11, xmm10
     psubw        xmm1, xmm7
@@ -5867,18 +5421,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm7, [rel pw_9987]
+    paddw        xmm12, [rel pw_9987 + 16]
     psubw        xmm7, xmm8
     psubw        xmm12, xmm14
     movdqa       xmm8, xmm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 768] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 640
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax + 32]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm14, [rax + 48]
+    pmullw       xmm7, [rax]
+    pmullw       xmm12, [rax + 16]
     pmullw       xmm8, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm7, xmm8
@@ -5887,18 +5439,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm8, xmm3
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm5
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm0, [rel pw_9987]
+    paddw        xmm13, [rel pw_9987 + 16]
     psubw        xmm0, xmm3
     psubw        xmm13, xmm5
     movdqa       xmm3, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 832] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 704
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax + 96]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm5, [rax + 112]
+    pmullw       xmm0, [rax + 64]
+    pmullw       xmm13, [rax + 80]
     pmullw       xmm3, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm0, xmm3
@@ -5907,9 +5457,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, [rsp]
     movdqa       xmm5, xmm2
     paddw        xmm5, xmm4
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm6, [rel pw_16645]
+    paddw        xmm2, [rel pw_16645 + 16]
     psubw        xmm6, [rsp]
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm6
@@ -5930,18 +5479,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm1
     paddw        xmm2, xmm15
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm4, [rel pw_16645]
+    paddw        xmm1, [rel pw_16645 + 16]
     psubw        xmm4, xmm9
     psubw        xmm1, xmm15
     movdqa       xmm9, xmm4
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 832
-    pmulhuw      xmm9, [rax - 96]
+    pmulhuw      xmm9, [rax - 32]
     movdqa       xmm15, xmm1
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm15, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm9, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm4, xmm9
@@ -5952,18 +5499,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm7
     paddw        xmm15, xmm12
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm9, [rel pw_16645]
+    paddw        xmm7, [rel pw_16645 + 16]
     psubw        xmm9, xmm11
     psubw        xmm7, xmm12
     movdqa       xmm11, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1024] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 896
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax + 32]
     movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm7, [rax + 16]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm9, xmm11
@@ -5972,18 +5517,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm14
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm13
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm8, [rel pw_16645]
+    paddw        xmm0, [rel pw_16645 + 16]
     psubw        xmm8, xmm14
     psubw        xmm0, xmm13
     movdqa       xmm13, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1088] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 960
-    pmulhuw      xmm13, [rax - 96]
+    pmulhuw      xmm13, [rax + 96]
     movdqa       xmm14, xmm0
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm14, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm13, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm8, xmm13
@@ -5994,9 +5537,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm2
-    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm3, [rel pw_33290]
+    paddw        xmm14, [rel pw_33290 + 16]
     psubw        xmm3, xmm5
     psubw        xmm14, xmm2
     movdqa       xmm2, xmm3
@@ -6016,13 +5558,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm5
     paddw        xmm14, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm6, [rel pw_6658]
+    paddw        xmm5, [rel pw_6658 + 16]
     psubw        xmm6, xmm4
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1024
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm4, xmm5
     pmulhuw      xmm4, [rax - 80]
@@ -6038,18 +5578,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm15
     paddw        xmm5, xmm12
-    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm1, [rel pw_33290]
+    paddw        xmm15, [rel pw_33290 + 16]
     psubw        xmm1, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1088
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm15
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm1, [rax - 64]
+    pmullw       xmm15, [rax - 48]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm1, xmm11
@@ -6058,66 +5596,56 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm8
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm9, [rel pw_6658]
+    paddw        xmm7, [rel pw_6658 + 16]
     psubw        xmm9, xmm8
     psubw        xmm7, xmm0
     movdqa       xmm0, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1088
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax - 32]
     movdqa       xmm8, xmm7
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm8, [rax - 16]
+    pmullw       xmm9, [rax - 64]
+    pmullw       xmm7, [rax - 48]
     pmullw       xmm0, xmm10
     pmullw       xmm8, xmm10
     psubw        xmm9, xmm0
     psubw        xmm7, xmm8
     movdqa       xmm0, [rsp + 160]                   ; reload
     movdqa       xmm8, xmm0                          ; shoup: before layer 1
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm8, [rax - 128]
+    pmulhuw      xmm8, [rel pw_19]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm7, [rel pw_19 + 16]
+    pmullw       xmm0, [rel pw_1]
+    pmullw       xmm13, [rel pw_1 + 16]
+    pmullw       xmm8, [rel pw_3329]
+    pmullw       xmm7, [rel pw_3329 + 16]
     psubw        xmm0, xmm8
     psubw        xmm13, xmm7
     movdqa       xmm7, xmm4                          ; shoup: before layer 1
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm7, [rax - 128]
+    pmulhuw      xmm7, [rel pw_19]
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm8, [rax - 112]
+    pmulhuw      xmm8, [rel pw_19 + 16]
+    pmullw       xmm4, [rel pw_1]
+    pmullw       xmm5, [rel pw_1 + 16]
+    pmullw       xmm7, [rel pw_3329]
+    pmullw       xmm8, [rel pw_3329 + 16]
     psubw        xmm4, xmm7
     psubw        xmm5, xmm8
     movdqa       xmm7, xmm0                          ; layer 1
     paddw        xmm7, xmm4
     movdqa       xmm8, xmm13
     paddw        xmm8, xmm5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm0, xmm4
     psubw        xmm13, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm4, [rax - 96]
+    pmulhuw      xmm4, [rax + 32]
     movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm5, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm4, xmm10
     pmullw       xmm5, xmm10
     psubw        xmm0, xmm4
@@ -6126,18 +5654,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm11
     movdqa       xmm5, xmm14
     paddw        xmm5, xmm12
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm2, [rel pw_9987]
+    paddw        xmm14, [rel pw_9987 + 16]
     psubw        xmm2, xmm11
     psubw        xmm14, xmm12
     movdqa       xmm11, xmm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax + 32]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm2, [rax]
+    pmullw       xmm14, [rax + 16]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm2, xmm11
@@ -6148,18 +5674,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm3, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm3, xmm1
     psubw        xmm12, xmm15
     movdqa       xmm1, xmm3
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm15, [rax + 48]
+    pmullw       xmm3, [rax]
+    pmullw       xmm12, [rax + 16]
     pmullw       xmm1, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm3, xmm1
@@ -6170,19 +5694,17 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, [rsp + 64]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm6, [rel pw_6658]
+    paddw        xmm15, [rel pw_6658 + 16]
     psubw        xmm6, xmm9
     psubw        xmm15, [rsp + 64]
     movdqa       xmm9, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm9, [rax - 96]
+    pmulhuw      xmm9, [rax + 32]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm6, [rax]
+    pmullw       xmm15, [rax + 16]
     pmullw       xmm9, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm6, xmm9
@@ -6283,32 +5805,27 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm0
     movdqa       xmm12, xmm14
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm10, [rel pw_6658]
+    paddw        xmm14, [rel pw_6658 + 16]
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1344] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1216
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax + 96]
     movdqa       xmm1, xmm14
-    pmulhuw      xmm1, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm1, [rax + 112]
+    pmullw       xmm10, [rax + 64]
+    pmullw       xmm14, [rax + 80]
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmullw       xmm0, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm11
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm0, [rax - 128]
+    pmulhuw      xmm0, [rel pw_10079]
     movdqa       xmm1, xmm12
-    pmulhuw      xmm1, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm1, [rel pw_10079 + 16]
+    pmullw       xmm11, [rel pw_512]
+    pmullw       xmm12, [rel pw_512 + 16]
     pmullw       xmm0, xmm15
     pmullw       xmm1, xmm15
     psubw        xmm11, xmm0
@@ -6317,9 +5834,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm0, xmm4
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm5
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm13, [rel pw_6658]
+    paddw        xmm2, [rel pw_6658 + 16]
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm13
@@ -6334,13 +5850,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm4, [rax - 128]
+    pmulhuw      xmm4, [rel pw_10079]
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm5, [rel pw_10079 + 16]
+    pmullw       xmm0, [rel pw_512]
+    pmullw       xmm1, [rel pw_512 + 16]
     pmullw       xmm4, xmm15
     pmullw       xmm5, xmm15
     psubw        xmm0, xmm4
@@ -6351,31 +5865,27 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, xmm5
     paddw        xmm1, [rsp + 128]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm5, [rel pw_6658 + 16]
     psubw        xmm7, xmm8
     psubw        xmm5, [rsp + 128]
     movdqa       xmm8, xmm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1344
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax - 32]
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm5
-    pmulhuw      xmm0, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm0, [rax - 16]
+    pmullw       xmm7, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm8, xmm15
     pmullw       xmm0, xmm15
     psubw        xmm7, xmm8
     psubw        xmm5, xmm0
     movdqa       xmm0, xmm4
-    lea          rax, [rel pw_10079 + 128]           ; addresses pw_10079 near byte 0
-    pmulhuw      xmm0, [rax - 128]
+    pmulhuw      xmm0, [rel pw_10079]
     movdqa       xmm8, xmm1
-    pmulhuw      xmm8, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm8, [rel pw_10079 + 16]
+    pmullw       xmm4, [rel pw_512]
+    pmullw       xmm1, [rel pw_512 + 16]
     pmullw       xmm0, xmm15
     pmullw       xmm8, xmm15
     psubw        xmm4, xmm0
@@ -6386,18 +5896,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm3
     paddw        xmm1, xmm6
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm3, [rel pw_6658 + 16]
     psubw        xmm0, xmm9
     psubw        xmm3, xmm6
     movdqa       xmm6, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1408
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm9, xmm3
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm9, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm3, [rax + 16]
     pmullw       xmm6, xmm15
     pmullw       xmm9, xmm15
     psubw        xmm0, xmm6
@@ -6470,21 +5978,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm0, xmm11
     movdqa       xmm3, xmm6
     paddw        xmm3, [rsp + 32]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm15, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm15, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm15, xmm11
     psubw        xmm6, [rsp + 32]
     movdqa       xmm7, xmm15
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1600] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1472
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax + 96]
     movdqa       xmm11, xmm6
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm15, [rax + 64]
+    pmullw       xmm6, [rax + 80]
     movdqa       [rsp + 32], xmm3                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm3, [rax - 128]                   ; reload
+    movdqu       xmm3, [rel pw_3329]                 ; reload
     pmullw       xmm7, xmm3
     pmullw       xmm11, xmm3
     psubw        xmm15, xmm7
@@ -6495,9 +6000,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm9
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm7, xmm14
     psubw        xmm12, xmm9
     movdqa       xmm9, xmm7
@@ -6517,18 +6021,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm2
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm9, xmm4
     psubw        xmm13, xmm2
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1728] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1600
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm4, [rax - 16]
+    pmullw       xmm9, [rax - 64]
+    pmullw       xmm13, [rax - 48]
     pmullw       xmm2, xmm3
     pmullw       xmm4, xmm3
     psubw        xmm9, xmm2
@@ -6537,18 +6039,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm2, xmm8
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm1
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm10, [rel pw_6658]
+    paddw        xmm5, [rel pw_6658 + 16]
     psubw        xmm10, xmm8
     psubw        xmm5, xmm1
     movdqa       xmm1, xmm10
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1664
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 32]
     movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm8, [rax + 48]
+    pmullw       xmm10, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm1, xmm3
     pmullw       xmm8, xmm3
     psubw        xmm10, xmm1
@@ -6586,21 +6086,18 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm5, xmm0
     movdqa       xmm10, xmm3
     paddw        xmm10, xmm8
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    paddw        xmm1, [rel pw_9987]
+    paddw        xmm3, [rel pw_9987 + 16]
     psubw        xmm1, xmm0
     psubw        xmm3, xmm8
     movdqa       xmm0, xmm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1856] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1728
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax + 96]
     movdqa       xmm8, xmm3
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm8, [rax + 112]
+    pmullw       xmm1, [rax + 64]
+    pmullw       xmm3, [rax + 80]
     movdqa       [rsp], xmm10                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm10, [rax - 128]                  ; reload
+    movdqu       xmm10, [rel pw_3329]                ; reload
     pmullw       xmm0, xmm10
     pmullw       xmm8, xmm10
     psubw        xmm1, xmm0
@@ -6611,9 +6108,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm15
     paddw        xmm8, xmm11
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm0, [rel pw_9987]
+    paddw        xmm15, [rel pw_9987 + 16]
     psubw        xmm0, xmm6
     psubw        xmm15, xmm11
     movdqa       xmm6, xmm0
@@ -6633,18 +6129,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm6, [rel pw_9987]
+    paddw        xmm12, [rel pw_9987 + 16]
     psubw        xmm6, xmm7
     psubw        xmm12, xmm14
     movdqa       xmm7, xmm6
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1984] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1856
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax - 32]
     movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm6, [rax - 64]
+    pmullw       xmm12, [rax - 48]
     pmullw       xmm7, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm6, xmm7
@@ -6653,18 +6147,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm7, xmm2
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm4
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_9987]
+    paddw        xmm13, [rel pw_9987 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, xmm4
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1920
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm4, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm9, xmm2
@@ -6673,19 +6165,17 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm2, [rsp]
     movdqa       xmm4, xmm1
     paddw        xmm4, xmm3
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_16645]
+    paddw        xmm1, [rel pw_16645 + 16]
     psubw        xmm5, [rsp]
     psubw        xmm1, xmm3
     movdqa       xmm3, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2112] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 1984
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax + 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm4, [rax + 112]
+    pmullw       xmm5, [rax + 64]
+    pmullw       xmm1, [rax + 80]
     pmullw       xmm3, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm5, xmm3
@@ -6696,9 +6186,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm0
     paddw        xmm1, xmm15
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm3, [rel pw_16645]
+    paddw        xmm0, [rel pw_16645 + 16]
     psubw        xmm3, xmm8
     psubw        xmm0, xmm15
     movdqa       xmm8, xmm3
@@ -6718,18 +6207,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm12
-    lea          rax, [rel pw_16645 + 128]           ; addresses pw_16645 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm8, [rel pw_16645]
+    paddw        xmm6, [rel pw_16645 + 16]
     psubw        xmm8, xmm11
     psubw        xmm6, xmm12
     movdqa       xmm11, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2240] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2112
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm8, [rax - 64]
+    pmullw       xmm6, [rax - 48]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm8, xmm11
@@ -6743,11 +6230,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm7, xmm14
     psubw        xmm9, xmm13
     movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rax - 32]
+    pmulhuw      xmm13, [rax + 32]
     movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 16]
-    pmullw       xmm7, [rax - 64]
-    pmullw       xmm9, [rax - 48]
+    pmulhuw      xmm14, [rax + 48]
+    pmullw       xmm7, [rax]
+    pmullw       xmm9, [rax + 16]
     pmullw       xmm13, xmm10
     pmullw       xmm14, xmm10
     psubw        xmm7, xmm13
@@ -6758,18 +6245,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, xmm1
-    lea          rax, [rel pw_33290 + 128]           ; addresses pw_33290 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm2, [rel pw_33290]
+    paddw        xmm14, [rel pw_33290 + 16]
     psubw        xmm2, xmm4
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2240
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm4, xmm14
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm4, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm14, [rax + 80]
     pmullw       xmm1, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm2, xmm1
@@ -6780,18 +6265,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
     paddw        xmm14, xmm0
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm4, [rel pw_6658 + 16]
     psubw        xmm5, xmm3
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2240
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax + 96]
     movdqa       xmm3, xmm4
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm5, [rax + 64]
+    pmullw       xmm4, [rax + 80]
     pmullw       xmm0, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm5, xmm0
@@ -6807,11 +6290,12 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm0
-    pmulhuw      xmm11, [rax - 32]
+    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2304
+    pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm15
-    pmulhuw      xmm12, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm15, [rax - 48]
+    pmulhuw      xmm12, [rax - 80]
+    pmullw       xmm0, [rax - 128]
+    pmullw       xmm15, [rax - 112]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm0, xmm11
@@ -6820,13 +6304,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm11, xmm7
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm9
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm8, [rel pw_6658]
+    paddw        xmm6, [rel pw_6658 + 16]
     psubw        xmm8, xmm7
     psubw        xmm6, xmm9
     movdqa       xmm7, xmm8
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2304
     pmulhuw      xmm7, [rax - 96]
     movdqa       xmm9, xmm6
     pmulhuw      xmm9, [rax - 80]
@@ -6838,17 +6320,14 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm6, xmm9
     movdqa       xmm7, [rsp + 32]                    ; reload
     movdqa       xmm9, xmm7                          ; shoup: before layer 1
-    lea          rax, [rel pw_19 + 128]              ; addresses pw_19 near byte 0
-    pmulhuw      xmm9, [rax - 128]
+    pmulhuw      xmm9, [rel pw_19]
     movdqa       [rsp + 160], xmm6                   ; spill
     movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rax - 112]
-    lea          rax, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm6, [rel pw_19 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm13, [rel pw_1 + 16]
+    pmullw       xmm9, [rel pw_3329]
+    pmullw       xmm6, [rel pw_3329 + 16]
     psubw        xmm7, xmm9
     psubw        xmm13, xmm6
     movdqa       xmm6, xmm3                          ; shoup: before layer 1
@@ -6857,26 +6336,24 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmulhuw      xmm9, [rel pw_19 + 16]
     pmullw       xmm3, [rel pw_1]
     pmullw       xmm4, [rel pw_1 + 16]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmullw       xmm6, [rel pw_3329]
+    pmullw       xmm9, [rel pw_3329 + 16]
     psubw        xmm3, xmm6
     psubw        xmm4, xmm9
     movdqa       xmm6, xmm7                          ; layer 1
     paddw        xmm6, xmm3
     movdqa       xmm9, xmm13
     paddw        xmm9, xmm4
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm7, [rel pw_6658]
+    paddw        xmm13, [rel pw_6658 + 16]
     psubw        xmm7, xmm3
     psubw        xmm13, xmm4
     movdqa       xmm3, xmm7
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax - 32]
     movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm4, [rax - 16]
+    pmullw       xmm7, [rax - 64]
+    pmullw       xmm13, [rax - 48]
     pmullw       xmm3, xmm10
     pmullw       xmm4, xmm10
     psubw        xmm7, xmm3
@@ -6885,18 +6362,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm14
     paddw        xmm4, xmm12
-    lea          rax, [rel pw_9987 + 128]            ; addresses pw_9987 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm1, [rel pw_9987]
+    paddw        xmm14, [rel pw_9987 + 16]
     psubw        xmm1, xmm11
     psubw        xmm14, xmm12
     movdqa       xmm11, xmm1
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax - 32]
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax - 16]
+    pmullw       xmm1, [rax - 64]
+    pmullw       xmm14, [rax - 48]
     pmullw       xmm11, xmm10
     pmullw       xmm12, xmm10
     psubw        xmm1, xmm11
@@ -6907,18 +6382,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     paddw        xmm14, xmm15
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm2, [rel pw_6658]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm2, xmm0
     psubw        xmm12, xmm15
     movdqa       xmm0, xmm2
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm0, [rax - 96]
+    pmulhuw      xmm0, [rax - 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm15, [rax - 16]
+    pmullw       xmm2, [rax - 64]
+    pmullw       xmm12, [rax - 48]
     pmullw       xmm0, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm2, xmm0
@@ -6929,19 +6402,17 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, [rsp + 160]
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm5, [rel pw_6658]
+    paddw        xmm15, [rel pw_6658 + 16]
     psubw        xmm5, xmm8
     psubw        xmm15, [rsp + 160]
     movdqa       xmm8, xmm5
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax - 32]
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm15
-    pmulhuw      xmm2, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm2, [rax - 16]
+    pmullw       xmm5, [rax - 64]
+    pmullw       xmm15, [rax - 48]
     pmullw       xmm8, xmm10
     pmullw       xmm2, xmm10
     psubw        xmm5, xmm8
@@ -6973,18 +6444,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    lea          rax, [rel pw_13316 + 128]           ; addresses pw_13316 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_13316]
+    paddw        xmm1, [rel pw_13316 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7006,11 +6475,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7032,11 +6501,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7058,11 +6527,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7079,18 +6548,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7107,18 +6574,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7135,18 +6600,16 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm4, xmm2
     movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    lea          rax, [rel pw_6658 + 128]            ; addresses pw_6658 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_6658]
+    paddw        xmm1, [rel pw_6658 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyber3329shoup_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2
@@ -7168,11 +6631,11 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax + 48]
+    pmullw       xmm0, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm10
     pmullw       xmm3, xmm10
     psubw        xmm0, xmm2

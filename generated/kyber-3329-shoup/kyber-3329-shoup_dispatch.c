@@ -117,7 +117,7 @@ static int kg_kyber3329shoup_need(void)
     return c;
 }
 
-void kg_kyber3329shoup_ntt_forward(uint16_t a[256])
+void kg_kyber3329shoup_ntt_forward(uint16_t *a)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_kyber3329shoup_ntt_forward(uint16_t a[256])
     }
 }
 
-void kg_kyber3329shoup_basemul(uint16_t r[256], const uint16_t a[256], const uint16_t b[256])
+void kg_kyber3329shoup_basemul(uint16_t *r, const uint16_t *a, const uint16_t *b)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_kyber3329shoup_basemul(uint16_t r[256], const uint16_t a[256], const uin
     }
 }
 
-void kg_kyber3329shoup_ntt_inverse(uint16_t a[256])
+void kg_kyber3329shoup_ntt_inverse(uint16_t *a)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_ntt_inverse_avx2(a); return;
@@ -141,7 +141,7 @@ void kg_kyber3329shoup_ntt_inverse(uint16_t a[256])
     }
 }
 
-void kg_kyber3329shoup_reduce_shoup(uint16_t a[256])
+void kg_kyber3329shoup_reduce_shoup(uint16_t *a)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_reduce_shoup_avx2(a); return;
@@ -149,7 +149,7 @@ void kg_kyber3329shoup_reduce_shoup(uint16_t a[256])
     }
 }
 
-void kg_kyber3329shoup_freeze(uint16_t a[256])
+void kg_kyber3329shoup_freeze(uint16_t *a)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_freeze_avx2(a); return;
@@ -157,7 +157,7 @@ void kg_kyber3329shoup_freeze(uint16_t a[256])
     }
 }
 
-void kg_kyber3329shoup_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256])
+void kg_kyber3329shoup_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -165,7 +165,7 @@ void kg_kyber3329shoup_mulmod_shoup(uint16_t r[256], const uint16_t a[256], cons
     }
 }
 
-void kg_kyber3329shoup_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256])
+void kg_kyber3329shoup_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b)
 {
     switch (kg_kyber3329shoup_need()) {
     case 0: kg_kyber3329shoup_muladd_shoup_avx2(r, a, w, wp, b); return;

@@ -463,8 +463,7 @@ kg_kyber3329_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -714,8 +713,7 @@ kg_kyber3329_ntt_forward_avx2:
     vpmullw      ymm4, ymm6, [rax + 96]
     vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vmovdqu      ymm9, [rel pw_3329]                 ; reload
     vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
@@ -1275,91 +1273,72 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendw     ymm0, ymm12, ymm0, 170
     vpaddw       ymm12, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm15, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp], ymm0                         ; spill
     vmovdqu      ymm0, [rel pw_3329]                 ; reload
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm15, ymm12, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmullw      ymm15, ymm12, [rel pw_m10079]
+    vpmulhw      ymm12, ymm12, [rel pw_1441]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm3, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm3, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm3, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
     vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm5, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm5, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm5, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm7, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm7, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm7, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm8, ymm9                   ; layer 6
     vpsubw       ymm8, ymm8, ymm9
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm9, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm9, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm9, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm11                 ; layer 6
     vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm11, ymm10, [rax - 96]
-    vpmulhw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm11, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm11, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm11                   ; spill
     vpaddw       ymm11, ymm15, ymm13                 ; layer 6
     vpsubw       ymm13, ymm15, ymm13
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm15, ymm13, [rax - 96]
-    vpmulhw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, [rel pw_m10079]
@@ -1369,8 +1348,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
     vpsubw       ymm14, ymm14, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm14, [rax - 32]
-    vpmulhw      ymm14, ymm14, [rax - 64]
+    vpmullw      ymm11, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vpmullw      ymm14, ymm15, [rel pw_m10079]
@@ -1415,55 +1394,55 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendd     ymm11, ymm14, ymm11, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 5
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm12, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm3, ymm4                   ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm4, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm4, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmullw      ymm6, ymm5, [rax + 96]
+    vpmulhw      ymm5, ymm5, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm4                         ; spill
     vpaddw       ymm4, ymm8, ymm6                    ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rax + 32]
-    vpmulhw      ymm6, ymm6, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 768
+    vpmullw      ymm8, ymm6, [rax - 96]
+    vpmulhw      ymm6, ymm6, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 64]
     vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rax + 96]
-    vpmulhw      ymm9, ymm9, [rax + 64]
+    vpmullw      ymm8, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm7                   ; layer 5
     vpsubw       ymm7, ymm10, ymm7
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm10, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm10, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm13, ymm11                 ; layer 5
     vpsubw       ymm11, ymm13, ymm11
-    vpmullw      ymm13, ymm11, [rax - 32]
-    vpmulhw      ymm11, ymm11, [rax - 64]
+    vpmullw      ymm13, ymm11, [rax + 96]
+    vpmulhw      ymm11, ymm11, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpunpcklqdq  ymm13, ymm14, ymm1
@@ -1488,54 +1467,54 @@ kg_kyber3329_ntt_inverse_avx2:
     vpunpckhqdq  ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm13, ymm1                  ; layer 4
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmullw      ymm13, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 4
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmullw      ymm14, ymm15, [rax - 96]
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm14, ymm15, [rax + 32]
+    vpmulhw      ymm15, ymm15, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm3, ymm5                   ; layer 4
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rax - 32]
-    vpmulhw      ymm3, ymm3, [rax - 64]
+    vpmullw      ymm5, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm12, [rax + 32]
-    vpmulhw      ymm12, ymm12, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmullw      ymm5, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm12, ymm5
     vpaddw       ymm12, ymm4, ymm6                   ; layer 4
     vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm6, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 4
     vpsubw       ymm7, ymm8, ymm7
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm8, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm8, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 4
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm9, [rax - 32]
-    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmullw      ymm10, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vperm2i128   ymm10, ymm11, ymm1, 32
@@ -1560,59 +1539,58 @@ kg_kyber3329_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm8, ymm9, 49
     vpaddw       ymm9, ymm10, ymm1                   ; layer 3
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
     vpsubw       ymm11, ymm11, [rsp + 64]
     vmovdqa      [rsp + 64], ymm1                    ; spill
-    vpmullw      ymm1, ymm11, [rax + 96]
-    vpmulhw      ymm11, ymm11, [rax + 64]
+    vpmullw      ymm1, ymm11, [rax - 32]
+    vpmulhw      ymm11, ymm11, [rax - 64]
     vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm11, ymm1
     vpaddw       ymm11, ymm13, ymm2                  ; layer 3
     vpsubw       ymm2, ymm2, ymm13
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm13, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm13, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
     vpsubw       ymm14, ymm14, [rsp + 32]
     vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpmullw      ymm2, ymm14, [rax - 32]
-    vpmulhw      ymm14, ymm14, [rax - 64]
+    vpmullw      ymm2, ymm14, [rax + 96]
+    vpmulhw      ymm14, ymm14, [rax + 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm14, ymm2
     vpaddw       ymm14, ymm3, ymm5                   ; layer 3
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rax + 32]
-    vpmulhw      ymm3, ymm3, [rax]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmullw      ymm5, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm15, ymm4                   ; layer 3
     vpsubw       ymm4, ymm15, ymm4
-    vpmullw      ymm15, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm15, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm12, ymm6                  ; layer 3
     vpsubw       ymm6, ymm12, ymm6
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 1920
-    vpmullw      ymm12, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm12, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm6, ymm6, ymm12
     vpaddw       ymm12, ymm8, ymm7                   ; layer 3
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpmullw      ymm8, ymm7, [rax + 96]
+    vpmulhw      ymm7, ymm7, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpsraw       ymm8, ymm9, 12                      ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
+    vpand        ymm9, ymm9, [rel pw_4095]
     vpsubw       ymm9, ymm9, ymm8
     vmovdqa      [rsp], ymm6                         ; spill
     vpsllw       ymm6, ymm8, 8
@@ -1634,8 +1612,7 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpsraw       ymm9, ymm11, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
+    vpand        ymm11, ymm11, [rel pw_4095]
     vpsubw       ymm11, ymm11, ymm9
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpsllw       ymm1, ymm9, 8
@@ -1644,21 +1621,19 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm1, ymm9, ymm1
     vpaddw       ymm9, ymm13, ymm1                   ; layer 2
     vpsubw       ymm1, ymm1, ymm13
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmullw      ymm11, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm11, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm1, ymm1, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
     vpaddw       ymm13, ymm11, ymm2                  ; layer 2
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm11, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpsraw       ymm11, ymm14, 12                    ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
+    vpand        ymm14, ymm14, [rel pw_4095]
     vpsubw       ymm14, ymm14, ymm11
     vmovdqa      [rsp + 32], ymm2                    ; spill
     vpsllw       ymm2, ymm11, 8
@@ -1667,20 +1642,18 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm2, ymm11, ymm2
     vpaddw       ymm11, ymm2, ymm5                   ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2176
-    vpmullw      ymm5, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm5, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm4, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm14, ymm15, [rax - 128]
+    vpand        ymm14, ymm15, [rel pw_4095]
     vpsubw       ymm14, ymm14, ymm4
     vpsllw       ymm15, ymm4, 8
     vpsubw       ymm14, ymm14, ymm15
@@ -1688,21 +1661,19 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm12, ymm4                  ; layer 2
     vpsubw       ymm4, ymm4, ymm12
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmullw      ymm12, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm12, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm4, ymm4, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vpaddw       ymm15, ymm12, ymm7                  ; layer 2
     vpsubw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm12, ymm7, [rax + 96]
+    vpmulhw      ymm7, ymm7, [rax + 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm7, ymm7, ymm12
     vpsraw       ymm12, ymm8, 12                     ; special: before layer 1
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_4095]
     vpsubw       ymm8, ymm8, ymm12
     vmovdqa      [rsp], ymm3                         ; spill
     vpsllw       ymm3, ymm12, 8
@@ -1710,7 +1681,7 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsllw       ymm8, ymm12, 10
     vpaddw       ymm3, ymm8, ymm3
     vpsraw       ymm8, ymm9, 12                      ; special: before layer 1
-    vpand        ymm9, ymm9, [rax - 128]
+    vpand        ymm9, ymm9, [rel pw_4095]
     vpsubw       ymm9, ymm9, ymm8
     vpsllw       ymm12, ymm8, 8
     vpsubw       ymm9, ymm9, ymm12
@@ -2155,12 +2126,12 @@ kg_kyber3329_reduce_special_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_kyber3329_freeze_avx2: a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+; kg_kyber3329_freeze_avx2: a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
 align 32
@@ -2168,166 +2139,133 @@ kg_kyber3329_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm2, [rel pw_3329]                 ; held in a register: read 32 times
     vmovdqu      ymm3, [rel pw_20159]                ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -2730,8 +2668,7 @@ kg_kyber3329_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -3260,8 +3197,7 @@ kg_kyber3329_ntt_forward_sse:
     pmulhw       xmm5, [rax - 128]
     pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3329]                ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -3273,12 +3209,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 960] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 832
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -3292,11 +3227,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rax - 32]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rax - 16]
-    pmulhw       xmm11, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -3310,11 +3245,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rax + 32]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -3355,14 +3290,14 @@ kg_kyber3329_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm12, xmm11
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rax + 96]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1152] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1024
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm1, [rax + 64]
-    pmulhw       xmm2, [rax + 80]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     movdqa       [rsp + 32], xmm14                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_3329]                ; reload
     pmulhw       xmm8, xmm14
     pmulhw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -3374,12 +3309,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1216] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1088
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm1, xmm14
     pmulhw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -3393,11 +3327,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rax - 32]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm15, [rax - 48]
+    pmullw       xmm6, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm5, xmm14
     pmulhw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -3411,11 +3345,11 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rax + 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm12, [rax + 16]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm3, xmm14
     pmulhw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -3491,15 +3425,15 @@ kg_kyber3329_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rax + 96]
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rax + 112]
-    pmulhw       xmm8, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     movdqa       [rsp + 128], xmm15                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3511,7 +3445,6 @@ kg_kyber3329_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyber3329_ntt_forward_twiddles_sse near byte 1280
     pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
     pmullw       xmm9, [rax - 80]
@@ -4040,8 +3973,7 @@ global kg_kyber3329_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329_basemu
 align 32
 kg_kyber3329_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_m3327 + 128]           ; addresses pw_m3327 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; held in a register: read 24 times
+    movdqu       xmm15, [rel pw_m3327]               ; held in a register: read 24 times
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4054,11 +3986,12 @@ kg_kyber3329_basemul_sse:
     movdqa       xmm9, xmm5
     pmullw       xmm9, xmm15
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rax - 112]
+    lea          rax, [rel pw_m3327 + 144]           ; addresses pw_m3327 near byte 16
+    pmullw       xmm10, [rax - 128]
     movdqa       xmm11, xmm7
     pmullw       xmm11, xmm15
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rax - 112]
+    pmullw       xmm12, [rax - 128]
     pmullw       xmm9, xmm1
     pmullw       xmm10, xmm2
     movdqa       xmm13, xmm1
@@ -4084,7 +4017,7 @@ kg_kyber3329_basemul_sse:
     movdqa       xmm7, xmm5
     pmullw       xmm7, xmm15
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax - 112]
+    pmullw       xmm8, [rax - 128]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     pmullw       xmm7, xmm1
@@ -4661,8 +4594,7 @@ kg_kyber3329_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -4749,20 +4681,17 @@ kg_kyber3329_ntt_inverse_sse:
     pmullw       xmm2, [rax - 80]
     pmulhw       xmm0, [rax - 128]
     pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmulhw       xmm1, xmm15
     pmulhw       xmm2, xmm15
     psubw        xmm0, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm11
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm1, [rax - 128]
+    pmullw       xmm1, [rel pw_m10079]
     movdqa       xmm2, xmm12
-    pmullw       xmm2, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm2, [rel pw_m10079 + 16]
+    pmulhw       xmm11, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm2, xmm15
     psubw        xmm11, xmm1
@@ -4774,24 +4703,21 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm13
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 64
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm6, xmm3
-    pmullw       xmm6, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm6, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
     pmulhw       xmm5, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm13, xmm5
     psubw        xmm3, xmm6
     movdqa       xmm5, xmm1
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm5, [rax - 128]
+    pmullw       xmm5, [rel pw_m10079]
     movdqa       xmm6, xmm2
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm6, [rel pw_m10079 + 16]
+    pmulhw       xmm1, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
     pmulhw       xmm5, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm1, xmm5
@@ -4805,25 +4731,22 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm9
     psubw        xmm6, [rsp + 96]
     movdqa       xmm9, xmm8
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 128
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax + 32]
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm1, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm6, [rax + 16]
     pmulhw       xmm9, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm8, xmm9
     psubw        xmm6, xmm1
     movdqa       xmm1, xmm5
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm1, [rax - 128]
+    pmullw       xmm1, [rel pw_m10079]
     movdqa       xmm9, xmm2
-    pmullw       xmm9, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm9, [rel pw_m10079 + 16]
+    pmulhw       xmm5, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
     pmulhw       xmm1, xmm15
     pmulhw       xmm9, xmm15
     psubw        xmm5, xmm1
@@ -4837,24 +4760,21 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 192
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm1, [rax + 64]
+    pmulhw       xmm4, [rax + 80]
     pmulhw       xmm7, xmm15
     pmulhw       xmm10, xmm15
     psubw        xmm1, xmm7
     psubw        xmm4, xmm10
     movdqa       xmm7, xmm9
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm7, [rax - 128]
+    pmullw       xmm7, [rel pw_m10079]
     movdqa       xmm10, xmm2
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm10, [rel pw_m10079 + 16]
+    pmulhw       xmm9, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
     pmulhw       xmm7, xmm15
     pmulhw       xmm10, xmm15
     psubw        xmm9, xmm7
@@ -4927,8 +4847,7 @@ kg_kyber3329_ntt_inverse_sse:
     pmulhw       xmm15, [rax - 128]
     pmulhw       xmm7, [rax - 112]
     movdqa       [rsp + 160], xmm4                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm4, [rax - 128]                   ; reload
+    movdqu       xmm4, [rel pw_3329]                 ; reload
     pmulhw       xmm8, xmm4
     pmulhw       xmm11, xmm4
     psubw        xmm15, xmm8
@@ -4942,12 +4861,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm14
     psubw        xmm12, xmm0
     movdqa       xmm0, xmm8
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 320
-    pmullw       xmm0, [rax - 96]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm14, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm0, xmm4
     pmulhw       xmm14, xmm4
     psubw        xmm8, xmm0
@@ -4961,11 +4879,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm13, xmm3
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rax - 32]
+    pmullw       xmm3, [rax + 32]
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm13, [rax - 48]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm3, xmm4
     pmulhw       xmm5, xmm4
     psubw        xmm0, xmm3
@@ -4977,11 +4895,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm6, xmm2
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax + 32]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm9, xmm6
-    pmullw       xmm9, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm6, [rax + 16]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm6, [rax + 80]
     pmulhw       xmm2, xmm4
     pmulhw       xmm9, xmm4
     psubw        xmm10, xmm2
@@ -5022,14 +4940,14 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm1
     psubw        xmm4, xmm9
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rax + 96]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 640] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 512
+    pmullw       xmm1, [rax - 96]
     movdqa       xmm9, xmm4
-    pmullw       xmm9, [rax + 112]
-    pmulhw       xmm2, [rax + 64]
-    pmulhw       xmm4, [rax + 80]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
     movdqa       [rsp], xmm10                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm10, [rax - 128]                  ; reload
+    movdqu       xmm10, [rel pw_3329]                ; reload
     pmulhw       xmm1, xmm10
     pmulhw       xmm9, xmm10
     psubw        xmm2, xmm1
@@ -5043,12 +4961,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm15, xmm11
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 576
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm7, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm1, xmm7
@@ -5062,11 +4979,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm12, xmm14
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rax - 32]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rax - 16]
-    pmulhw       xmm7, [rax - 64]
-    pmulhw       xmm12, [rax - 48]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm8, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm7, xmm8
@@ -5078,11 +4995,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm3
     psubw        xmm13, xmm5
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rax + 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rax + 48]
-    pmulhw       xmm0, [rax]
-    pmulhw       xmm13, [rax + 16]
+    pmullw       xmm5, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm13, [rax + 80]
     pmulhw       xmm3, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm0, xmm3
@@ -5094,12 +5011,13 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm6, [rsp]
     psubw        xmm2, xmm4
     movdqa       xmm4, xmm6
-    pmullw       xmm4, [rax + 96]
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 896] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 768
+    pmullw       xmm4, [rax - 96]
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax + 112]
-    pmulhw       xmm6, [rax + 64]
-    pmulhw       xmm2, [rax + 80]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm4, xmm10
     pmulhw       xmm5, xmm10
     psubw        xmm6, xmm4
@@ -5113,12 +5031,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm4, xmm9
     psubw        xmm1, xmm15
     movdqa       xmm9, xmm4
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 832
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax - 32]
     movdqa       xmm15, xmm1
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm9, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm4, xmm9
@@ -5132,11 +5049,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm7, xmm12
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rax - 32]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm7
-    pmullw       xmm12, [rax - 16]
-    pmulhw       xmm9, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm11, xmm10
     pmulhw       xmm12, xmm10
     psubw        xmm9, xmm11
@@ -5148,11 +5065,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, xmm14
     psubw        xmm0, xmm13
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rax + 32]
+    pmullw       xmm13, [rax + 96]
     movdqa       xmm14, xmm0
-    pmullw       xmm14, [rax + 48]
-    pmulhw       xmm8, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm13, xmm10
     pmulhw       xmm14, xmm10
     psubw        xmm8, xmm13
@@ -5163,9 +5080,8 @@ kg_kyber3329_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm14
     psraw        xmm0, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm3, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm3, [rel pw_4095]
+    pand         xmm14, [rel pw_4095 + 16]
     psubw        xmm3, xmm13
     psubw        xmm14, xmm0
     movdqa       [rsp], xmm7                         ; spill
@@ -5219,9 +5135,8 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm4, 12
     movdqa       xmm13, xmm15
     psraw        xmm13, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm1, [rax - 128]
-    pand         xmm15, [rax - 112]
+    pand         xmm1, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
     psubw        xmm1, xmm4
     psubw        xmm15, xmm13
     movdqa       [rsp + 64], xmm5                    ; spill
@@ -5243,12 +5158,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm1, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm6, xmm1
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1088
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm6, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm1, xmm6
@@ -5261,12 +5175,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm9, [rsp + 96]
     psubw        xmm11, [rsp + 160]
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax - 32]
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm13, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm9, xmm13
@@ -5484,20 +5398,17 @@ kg_kyber3329_ntt_inverse_sse:
     pmullw       xmm1, [rax - 16]
     pmulhw       xmm10, [rax - 64]
     pmulhw       xmm14, [rax - 48]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm10, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm11
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m10079]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm1, [rel pw_m10079 + 16]
+    pmulhw       xmm11, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm11, xmm0
@@ -5509,24 +5420,21 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm13
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1280
-    pmullw       xmm4, [rax - 96]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm5, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm13, xmm4
     psubw        xmm2, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm4, [rax - 128]
+    pmullw       xmm4, [rel pw_m10079]
     movdqa       xmm5, xmm1
-    pmullw       xmm5, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm5, [rel pw_m10079 + 16]
+    pmulhw       xmm0, [rel pw_1441]
+    pmulhw       xmm1, [rel pw_1441 + 16]
     pmulhw       xmm4, xmm15
     pmulhw       xmm5, xmm15
     psubw        xmm0, xmm4
@@ -5540,25 +5448,22 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm7, xmm8
     psubw        xmm5, [rsp + 96]
     movdqa       xmm8, xmm7
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 1344
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax + 96]
     movdqa       [rsp + 96], xmm0                    ; spill
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm0, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm5, [rax + 80]
     pmulhw       xmm8, xmm15
     pmulhw       xmm0, xmm15
     psubw        xmm7, xmm8
     psubw        xmm5, xmm0
     movdqa       xmm0, xmm4
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m10079]
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm8, [rel pw_m10079 + 16]
+    pmulhw       xmm4, [rel pw_1441]
+    pmulhw       xmm1, [rel pw_1441 + 16]
     pmulhw       xmm0, xmm15
     pmulhw       xmm8, xmm15
     psubw        xmm4, xmm0
@@ -5893,9 +5798,8 @@ kg_kyber3329_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
     psraw        xmm9, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm2, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm2, [rel pw_4095]
+    pand         xmm14, [rel pw_4095 + 16]
     psubw        xmm2, xmm13
     psubw        xmm14, xmm9
     movdqa       [rsp + 160], xmm6                   ; spill
@@ -5917,12 +5821,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm2, xmm4
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2240
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm4, xmm14
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm1, xmm10
     pmulhw       xmm4, xmm10
     psubw        xmm2, xmm1
@@ -5935,11 +5838,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm5, xmm3
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm5
-    pmullw       xmm0, [rax - 96]
+    pmullw       xmm0, [rax - 32]
     movdqa       xmm3, xmm4
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm0, xmm10
     pmulhw       xmm3, xmm10
     psubw        xmm5, xmm0
@@ -5949,9 +5852,8 @@ kg_kyber3329_ntt_inverse_sse:
     psraw        xmm3, 12
     movdqa       xmm13, xmm15
     psraw        xmm13, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm0, [rax - 128]
-    pand         xmm15, [rax - 112]
+    pand         xmm0, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
     psubw        xmm0, xmm3
     psubw        xmm15, xmm13
     movdqa       [rsp + 64], xmm4                    ; spill
@@ -5973,12 +5875,11 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm0, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm5, xmm0
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_sse near byte 2304
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm11, xmm15
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm5, xmm10
     pmulhw       xmm11, xmm10
     psubw        xmm0, xmm5
@@ -5991,12 +5892,12 @@ kg_kyber3329_ntt_inverse_sse:
     psubw        xmm8, [rsp + 96]
     psubw        xmm11, [rsp + 32]
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax + 32]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm13, xmm10
     pmulhw       xmm15, xmm10
     psubw        xmm8, xmm13
@@ -6976,12 +6877,12 @@ kg_kyber3329_reduce_special_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_kyber3329_freeze_sse: a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+; kg_kyber3329_freeze_sse: a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
-;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-9}, flags
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
 align 32
@@ -6991,16 +6892,12 @@ kg_kyber3329_freeze_sse:
     movdqu       xmm5, [rel pw_3329 + 16]            ; held in a register: read 32 times
     movdqu       xmm6, [rel pw_20159]                ; held in a register: read 16 times
     movdqu       xmm7, [rel pw_20159 + 16]           ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
-    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7008,13 +6905,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
@@ -7023,8 +6918,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7032,13 +6925,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
@@ -7047,8 +6938,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7056,13 +6945,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
@@ -7071,8 +6958,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7080,13 +6965,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
@@ -7095,8 +6978,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7104,13 +6985,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
@@ -7119,8 +6998,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7128,13 +7005,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
@@ -7143,8 +7018,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7152,13 +7025,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
@@ -7167,8 +7038,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7176,13 +7045,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
@@ -7191,8 +7058,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7200,13 +7065,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
@@ -7215,8 +7078,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7224,13 +7085,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
@@ -7239,8 +7098,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7248,13 +7105,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
@@ -7263,8 +7118,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7272,13 +7125,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
@@ -7287,8 +7138,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7296,13 +7145,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
@@ -7311,8 +7158,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7320,13 +7165,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
@@ -7335,8 +7178,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7344,13 +7185,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
@@ -7359,8 +7198,6 @@ kg_kyber3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -7368,13 +7205,11 @@ kg_kyber3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     ret

@@ -72,6 +72,69 @@ static const uint16_t kg_kyber3329_ntt_positions[128][2] = {
     {232, 248}, {233, 249}, {234, 250}, {235, 251}, {236, 252}, {237, 253}, {238, 254}, {239, 255},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_kyber3329_ntt_to_standard[256] = {
+    0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
+    32, 48, 33, 49, 34, 50, 35, 51, 36, 52, 37, 53, 38, 54, 39, 55,
+    40, 56, 41, 57, 42, 58, 43, 59, 44, 60, 45, 61, 46, 62, 47, 63,
+    64, 80, 65, 81, 66, 82, 67, 83, 68, 84, 69, 85, 70, 86, 71, 87,
+    72, 88, 73, 89, 74, 90, 75, 91, 76, 92, 77, 93, 78, 94, 79, 95,
+    96, 112, 97, 113, 98, 114, 99, 115, 100, 116, 101, 117, 102, 118, 103, 119,
+    104, 120, 105, 121, 106, 122, 107, 123, 108, 124, 109, 125, 110, 126, 111, 127,
+    128, 144, 129, 145, 130, 146, 131, 147, 132, 148, 133, 149, 134, 150, 135, 151,
+    136, 152, 137, 153, 138, 154, 139, 155, 140, 156, 141, 157, 142, 158, 143, 159,
+    160, 176, 161, 177, 162, 178, 163, 179, 164, 180, 165, 181, 166, 182, 167, 183,
+    168, 184, 169, 185, 170, 186, 171, 187, 172, 188, 173, 189, 174, 190, 175, 191,
+    192, 208, 193, 209, 194, 210, 195, 211, 196, 212, 197, 213, 198, 214, 199, 215,
+    200, 216, 201, 217, 202, 218, 203, 219, 204, 220, 205, 221, 206, 222, 207, 223,
+    224, 240, 225, 241, 226, 242, 227, 243, 228, 244, 229, 245, 230, 246, 231, 247,
+    232, 248, 233, 249, 234, 250, 235, 251, 236, 252, 237, 253, 238, 254, 239, 255,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_kyber3329_ntt_from_standard[256] = {
+    0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+    1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+    33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63,
+    64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 86, 88, 90, 92, 94,
+    65, 67, 69, 71, 73, 75, 77, 79, 81, 83, 85, 87, 89, 91, 93, 95,
+    96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126,
+    97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127,
+    128, 130, 132, 134, 136, 138, 140, 142, 144, 146, 148, 150, 152, 154, 156, 158,
+    129, 131, 133, 135, 137, 139, 141, 143, 145, 147, 149, 151, 153, 155, 157, 159,
+    160, 162, 164, 166, 168, 170, 172, 174, 176, 178, 180, 182, 184, 186, 188, 190,
+    161, 163, 165, 167, 169, 171, 173, 175, 177, 179, 181, 183, 185, 187, 189, 191,
+    192, 194, 196, 198, 200, 202, 204, 206, 208, 210, 212, 214, 216, 218, 220, 222,
+    193, 195, 197, 199, 201, 203, 205, 207, 209, 211, 213, 215, 217, 219, 221, 223,
+    224, 226, 228, 230, 232, 234, 236, 238, 240, 242, 244, 246, 248, 250, 252, 254,
+    225, 227, 229, 231, 233, 235, 237, 239, 241, 243, 245, 247, 249, 251, 253, 255,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_KYBER3329_NTT_FORWARD_A_LEN 256
+#define KG_KYBER3329_BASEMUL_R_LEN 256
+#define KG_KYBER3329_BASEMUL_A_LEN 256
+#define KG_KYBER3329_BASEMUL_B_LEN 256
+#define KG_KYBER3329_NTT_INVERSE_A_LEN 256
+#define KG_KYBER3329_REDUCE_BARRETT_A_LEN 256
+#define KG_KYBER3329_REDUCE_SPECIAL_A_LEN 256
+#define KG_KYBER3329_FREEZE_A_LEN 256
+#define KG_KYBER3329_MULMOD_SHOUP_R_LEN 256
+#define KG_KYBER3329_MULMOD_SHOUP_A_LEN 256
+#define KG_KYBER3329_MULMOD_SHOUP_W_LEN 256
+#define KG_KYBER3329_MULMOD_SHOUP_WP_LEN 256
+#define KG_KYBER3329_MULADD_SHOUP_R_LEN 256
+#define KG_KYBER3329_MULADD_SHOUP_A_LEN 256
+#define KG_KYBER3329_MULADD_SHOUP_W_LEN 256
+#define KG_KYBER3329_MULADD_SHOUP_WP_LEN 256
+#define KG_KYBER3329_MULADD_SHOUP_B_LEN 256
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,9 +145,9 @@ extern "C" {
  *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_ntt_forward_avx2(int16_t a[256]);
+void kg_kyber3329_ntt_forward_avx2(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
@@ -92,11 +155,11 @@ void kg_kyber3329_ntt_forward_avx2(int16_t a[256]);
  *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_KYBER3329_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_KYBER3329_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_kyber3329_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -104,61 +167,61 @@ void kg_kyber3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
  *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_ntt_inverse_avx2(int16_t a[256]);
+void kg_kyber3329_ntt_inverse_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_reduce_barrett_avx2(int16_t a[256]);
+void kg_kyber3329_reduce_barrett_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_reduce_special_avx2(int16_t a[256]);
+void kg_kyber3329_reduce_special_avx2(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_freeze_avx2(int16_t a[256]);
+void kg_kyber3329_freeze_avx2(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_mulmod_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_kyber3329_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_kyber3329_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_kyber3329_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
@@ -166,9 +229,9 @@ void kg_kyber3329_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], cons
  *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_ntt_forward_sse(int16_t a[256]);
+void kg_kyber3329_ntt_forward_sse(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
@@ -176,11 +239,11 @@ void kg_kyber3329_ntt_forward_sse(int16_t a[256]);
  *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_KYBER3329_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_KYBER3329_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_kyber3329_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
@@ -188,61 +251,61 @@ void kg_kyber3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_
  *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_ntt_inverse_sse(int16_t a[256]);
+void kg_kyber3329_ntt_inverse_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_reduce_barrett_sse(int16_t a[256]);
+void kg_kyber3329_reduce_barrett_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_reduce_special_sse(int16_t a[256]);
+void kg_kyber3329_reduce_special_sse(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t (KG_KYBER3329_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_freeze_sse(int16_t a[256]);
+void kg_kyber3329_freeze_sse(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_mulmod_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_kyber3329_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_kyber3329_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_kyber3329_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* Dispatch: kyber-3329_dispatch.c (optional; compile and link it to use these).
@@ -255,14 +318,14 @@ void kg_kyber3329_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const
  */
 const char *kg_kyber3329_isa(void);
 int kg_kyber3329_use_isa(const char *isa);
-void kg_kyber3329_ntt_forward(int16_t a[256]);
-void kg_kyber3329_basemul(int16_t r[256], const int16_t a[256], const int16_t b[256]);
-void kg_kyber3329_ntt_inverse(int16_t a[256]);
-void kg_kyber3329_reduce_barrett(int16_t a[256]);
-void kg_kyber3329_reduce_special(int16_t a[256]);
-void kg_kyber3329_freeze(int16_t a[256]);
-void kg_kyber3329_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
-void kg_kyber3329_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_kyber3329_ntt_forward(int16_t *a);
+void kg_kyber3329_basemul(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_kyber3329_ntt_inverse(int16_t *a);
+void kg_kyber3329_reduce_barrett(int16_t *a);
+void kg_kyber3329_reduce_special(int16_t *a);
+void kg_kyber3329_freeze(int16_t *a);
+void kg_kyber3329_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+void kg_kyber3329_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 #ifdef __cplusplus

@@ -488,8 +488,7 @@ kg_kyberr17681_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 7681
+    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -739,8 +738,7 @@ kg_kyberr17681_ntt_forward_avx2:
     vpmullw      ymm4, ymm6, [rax + 96]
     vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vmovdqu      ymm9, [rel pw_7681]                 ; reload
     vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
@@ -810,88 +808,70 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
     vpsraw       ymm9, ymm8, 13                      ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm9
     vpsllw       ymm9, ymm9, 9
     vpaddw       ymm8, ymm8, ymm9
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1600] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1472
-    vpmullw      ymm9, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm9, ymm9, [rax - 128]
+    vpmullw      ymm9, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmulhw      ymm9, ymm9, [rel pw_7681]
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
     vpsraw       ymm8, ymm6, 13                      ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm6, ymm6, [rax - 128]
+    vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm8
     vpsllw       ymm8, ymm8, 9
     vpaddw       ymm6, ymm8, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1536
-    vpmullw      ymm8, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm8, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1568]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1536]
+    vpmulhw      ymm8, ymm8, [rel pw_7681]
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
     vpsraw       ymm6, ymm7, 13                      ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm7, ymm7, [rax - 128]
+    vpand        ymm7, ymm7, [rel pw_8191]
     vpsubw       ymm7, ymm7, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm7, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1600
-    vpmullw      ymm7, ymm10, [rax - 96]
-    vpmulhw      ymm10, ymm10, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1632]
+    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1600]
+    vpmulhw      ymm7, ymm7, [rel pw_7681]
     vpsubw       ymm7, ymm10, ymm7
     vpaddw       ymm10, ymm6, ymm7                   ; layer 5
     vpsubw       ymm6, ymm6, ymm7
     vpsraw       ymm7, ymm13, 13                     ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_8191]
     vpsubw       ymm13, ymm13, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm13, ymm7
     vmovdqa      ymm13, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm6                    ; spill
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1664
-    vpmullw      ymm6, ymm13, [rax - 96]
-    vpmulhw      ymm13, ymm13, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm6, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1696]
+    vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1664]
+    vpmulhw      ymm6, ymm6, [rel pw_7681]
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
     vpsraw       ymm7, ymm15, 13                     ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm15, ymm15, [rax - 128]
+    vpand        ymm15, ymm15, [rel pw_8191]
     vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm15, ymm7
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1728
-    vpmullw      ymm15, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1760]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1728]
+    vpmulhw      ymm15, ymm15, [rel pw_7681]
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm7, ymm3                   ; layer 5
     vpsubw       ymm3, ymm7, ymm3
     vpsraw       ymm7, ymm11, 13                     ; special: before layer 5
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
+    vpand        ymm11, ymm11, [rel pw_8191]
     vpsubw       ymm11, ymm11, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm11, ymm7
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1792
-    vpmullw      ymm11, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1792]
+    vpmulhw      ymm11, ymm11, [rel pw_7681]
     vpsubw       ymm1, ymm1, ymm11
     vpaddw       ymm11, ymm7, ymm1                   ; layer 5
     vpsubw       ymm1, ymm7, ymm1
@@ -900,11 +880,9 @@ kg_kyberr17681_ntt_forward_avx2:
     vpsubw       ymm12, ymm12, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm12, ymm7
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1856
-    vpmullw      ymm12, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmullw      ymm12, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1856]
+    vpmulhw      ymm12, ymm12, [rel pw_7681]
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm7, ymm2                   ; layer 5
     vpsubw       ymm2, ymm7, ymm2
@@ -913,11 +891,9 @@ kg_kyberr17681_ntt_forward_avx2:
     vpsubw       ymm14, ymm14, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm14, ymm7
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1920
-    vpmullw      ymm14, ymm0, [rax - 96]
-    vpmulhw      ymm0, ymm0, [rax - 128]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm14, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1952]
+    vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1920]
+    vpmulhw      ymm14, ymm14, [rel pw_7681]
     vpsubw       ymm0, ymm0, ymm14
     vpaddw       ymm14, ymm7, ymm0                   ; layer 5
     vpsubw       ymm0, ymm7, ymm0
@@ -938,56 +914,56 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm12, ymm2
     vpunpcklwd   ymm12, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 1984
-    vpmullw      ymm14, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm14, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2016]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 1984]
     vmovdqa      [rsp + 64], ymm12                   ; spill
     vmovdqu      ymm12, [rel pw_7681]                ; reload
     vpmulhw      ymm14, ymm14, ymm12
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm7, ymm4                   ; layer 6
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2176] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2048
+    vpmullw      ymm7, ymm5, [rax - 96]
+    vpmulhw      ymm5, ymm5, [rax - 128]
     vpmulhw      ymm7, ymm12, ymm7
     vpsubw       ymm5, ymm5, ymm7
     vpaddw       ymm7, ymm9, ymm5                    ; layer 6
     vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm10, [rax + 32]
-    vpmulhw      ymm10, ymm10, [rax]
+    vpmullw      ymm9, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm12
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm5                         ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm6, [rax + 96]
-    vpmulhw      ymm6, ymm6, [rax + 64]
+    vpmullw      ymm10, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm10, ymm10, ymm12
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2240
-    vpmullw      ymm8, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm8, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm12
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm13, ymm3                   ; layer 6
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rax - 32]
-    vpmulhw      ymm1, ymm1, [rax - 64]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2304
+    vpmullw      ymm13, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm12
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm2, [rax + 32]
-    vpmulhw      ymm2, ymm2, [rax]
+    vpmullw      ymm15, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm12
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm11, ymm2                  ; layer 6
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm0, [rax + 96]
-    vpmulhw      ymm0, ymm0, [rax + 64]
+    vpmullw      ymm11, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm11, ymm11, ymm12
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 64]                   ; reload
@@ -1010,56 +986,56 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm15, ymm2
     vpunpcklwd   ymm15, ymm12, ymm0
     vpunpckhwd   ymm0, ymm12, ymm0
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2624] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2496
-    vpmullw      ymm12, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm12, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 64], ymm15                   ; spill
     vmovdqu      ymm15, [rel pw_7681]                ; reload
     vpmulhw      ymm12, ymm12, ymm15
     vpsubw       ymm4, ymm4, ymm12
     vpaddw       ymm12, ymm11, ymm4                  ; layer 7
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2688] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2560
+    vpmullw      ymm11, ymm7, [rax - 96]
+    vpmulhw      ymm7, ymm7, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm15
     vpsubw       ymm7, ymm7, ymm11
     vmovdqa      ymm11, [rsp]                        ; reload
     vmovdqa      [rsp + 32], ymm4                    ; spill
     vpaddw       ymm4, ymm11, ymm7                   ; layer 7
     vpsubw       ymm7, ymm11, ymm7
-    vpmullw      ymm11, ymm5, [rax + 32]
-    vpmulhw      ymm5, ymm5, [rax]
+    vpmullw      ymm11, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm15
     vpsubw       ymm5, ymm5, ymm11
     vpaddw       ymm11, ymm14, ymm5                  ; layer 7
     vpsubw       ymm5, ymm14, ymm5
-    vpmullw      ymm14, ymm6, [rax + 96]
-    vpmulhw      ymm6, ymm6, [rax + 64]
+    vpmullw      ymm14, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm14, ymm14, ymm15
     vpsubw       ymm6, ymm6, ymm14
     vpaddw       ymm14, ymm9, ymm6                   ; layer 7
     vpsubw       ymm6, ymm9, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2880] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2752
-    vpmullw      ymm9, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm9, ymm3, [rax + 96]
+    vpmulhw      ymm3, ymm3, [rax + 64]
     vpmulhw      ymm9, ymm9, ymm15
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm10, ymm3                   ; layer 7
     vpsubw       ymm3, ymm10, ymm3
-    vpmullw      ymm10, ymm1, [rax - 32]
-    vpmulhw      ymm1, ymm1, [rax - 64]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_kyberr17681_ntt_forward_twiddles_avx2 near byte 2816
+    vpmullw      ymm10, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm15
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm8, ymm1                   ; layer 7
     vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm2, [rax + 32]
-    vpmulhw      ymm2, ymm2, [rax]
+    vpmullw      ymm8, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm15
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm13, ymm2                   ; layer 7
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm0, [rax + 96]
-    vpmulhw      ymm0, ymm0, [rax + 64]
+    vpmullw      ymm13, ymm0, [rax + 32]
+    vpmulhw      ymm0, ymm0, [rax]
     vpmulhw      ymm13, ymm13, ymm15
     vpsubw       ymm0, ymm0, ymm13
     vmovdqa      ymm13, [rsp + 64]                   ; reload
@@ -1258,88 +1234,69 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      ymm8, [rdi + 448]
     vpaddw       ymm9, ymm1, [rdi + 32]              ; layer 7
     vpsubw       ymm1, ymm1, [rdi + 32]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm10, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm10, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm10, ymm9, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm9, ymm9, [rax - 128]
+    vpmullw      ymm10, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vpaddw       ymm10, ymm2, [rdi + 96]             ; layer 7
     vpsubw       ymm2, ymm2, [rdi + 96]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm11, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm11, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm11, ymm10, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm11, ymm10, [rel pw_m2184]
+    vpmulhw      ymm10, ymm10, [rel pw_1912]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm3, [rdi + 160]            ; layer 7
     vpsubw       ymm3, ymm3, [rdi + 160]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm12, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm12, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm3, ymm3, ymm12
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm12, ymm11, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmullw      ymm12, ymm11, [rel pw_m2184]
+    vpmulhw      ymm11, ymm11, [rel pw_1912]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm4, [rdi + 224]            ; layer 7
     vpsubw       ymm4, ymm4, [rdi + 224]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm13, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm13, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm4, ymm4, ymm13
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm13, ymm12, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmullw      ymm13, ymm12, [rel pw_m2184]
+    vpmulhw      ymm12, ymm12, [rel pw_1912]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm12, ymm13
     vpaddw       ymm13, ymm5, [rdi + 288]            ; layer 7
     vpsubw       ymm5, ymm5, [rdi + 288]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm14, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm14, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm14, ymm13, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm14, ymm13, [rel pw_m2184]
+    vpmulhw      ymm13, ymm13, [rel pw_1912]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm13, ymm13, ymm14
     vpaddw       ymm14, ymm6, [rdi + 352]            ; layer 7
     vpsubw       ymm6, ymm6, [rdi + 352]
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm15, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm15, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm6, ymm6, ymm15
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    vpmullw      ymm15, ymm14, [rax - 128]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm15, ymm14, [rel pw_m2184]
+    vpmulhw      ymm14, ymm14, [rel pw_1912]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm7, [rdi + 416]            ; layer 7
     vpsubw       ymm7, ymm7, [rdi + 416]
     vmovdqa      [rsp], ymm14                        ; spill
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm14, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm14, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm7, ymm7, ymm14
     vpmullw      ymm14, ymm15, [rel pw_m2184]
@@ -1349,8 +1306,8 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm15, ymm8, [rdi + 480]            ; layer 7
     vpsubw       ymm8, ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmullw      ymm14, ymm8, [rax - 32]
-    vpmulhw      ymm8, ymm8, [rax - 64]
+    vpmullw      ymm14, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm8, ymm8, ymm14
     vpmullw      ymm14, ymm15, [rel pw_m2184]
@@ -1395,54 +1352,54 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpblendw     ymm8, ymm14, ymm8, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm9, ymm2                   ; layer 6
     vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm9, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm10, ymm3                   ; layer 6
     vpsubw       ymm3, ymm10, ymm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm10, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm10, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm11, ymm4                  ; layer 6
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm4, [rax - 32]
-    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm11, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
     vpaddw       ymm11, ymm12, [rsp + 64]            ; layer 6
     vpsubw       ymm12, ymm12, [rsp + 64]
     vmovdqa      [rsp + 64], ymm11                   ; spill
-    vpmullw      ymm11, ymm12, [rax + 32]
-    vpmulhw      ymm12, ymm12, [rax]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 768
+    vpmullw      ymm11, ymm12, [rax - 96]
+    vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm12, ymm11
     vpaddw       ymm12, ymm13, [rsp]                 ; layer 6
     vpsubw       ymm13, ymm13, [rsp]
     vmovdqa      [rsp], ymm12                        ; spill
-    vpmullw      ymm12, ymm13, [rax + 96]
-    vpmulhw      ymm13, ymm13, [rax + 64]
+    vpmullw      ymm12, ymm13, [rax - 32]
+    vpmulhw      ymm13, ymm13, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm12, ymm13, ymm12
     vpaddw       ymm13, ymm6, ymm5                   ; layer 6
     vpsubw       ymm5, ymm6, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm6, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm6, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 6
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpmullw      ymm8, ymm7, [rax + 96]
+    vpmulhw      ymm7, ymm7, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpsllq       ymm8, ymm1, 32
@@ -1483,54 +1440,54 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpblendd     ymm6, ymm6, ymm7, 170
     vpaddw       ymm7, ymm8, ymm1                    ; layer 5
     vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmullw      ymm8, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm14, ymm2                   ; layer 5
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm14, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, ymm3                  ; layer 5
     vpsubw       ymm3, ymm15, ymm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmullw      ymm15, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm15, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm9, [rsp + 32]             ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 32]
     vmovdqa      [rsp + 32], ymm15                   ; spill
-    vpmullw      ymm15, ymm9, [rax - 32]
-    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmullw      ymm15, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm9, ymm9, ymm15
     vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 5
     vpsubw       ymm10, ymm10, [rsp + 64]
     vmovdqa      [rsp + 64], ymm15                   ; spill
-    vpmullw      ymm15, ymm10, [rax + 32]
-    vpmulhw      ymm10, ymm10, [rax]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmullw      ymm15, ymm10, [rax - 96]
+    vpmulhw      ymm10, ymm10, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm10, ymm10, ymm15
     vpaddw       ymm15, ymm11, ymm4                  ; layer 5
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm11, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
     vpaddw       ymm11, ymm12, ymm5                  ; layer 5
     vpsubw       ymm5, ymm12, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm12, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm13, ymm6                  ; layer 5
     vpsubw       ymm6, ymm13, ymm6
-    vpmullw      ymm13, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmullw      ymm13, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm6, ymm6, ymm13
     vpunpcklqdq  ymm13, ymm7, ymm1
@@ -1554,48 +1511,41 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpcklqdq  ymm11, ymm12, ymm6
     vpunpckhqdq  ymm6, ymm12, ymm6
     vpsraw       ymm12, ymm13, 13                    ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_8191]
     vpsubw       ymm13, ymm13, ymm12
     vpsllw       ymm12, ymm12, 9
     vpaddw       ymm12, ymm13, ymm12
     vpaddw       ymm13, ymm12, ymm1                  ; layer 4
     vpsubw       ymm1, ymm12, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1536
-    vpmullw      ymm12, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm12, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpsraw       ymm12, ymm7, 13                     ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm7, ymm7, [rax - 128]
+    vpand        ymm7, ymm7, [rel pw_8191]
     vpsubw       ymm7, ymm7, ymm12
     vpsllw       ymm12, ymm12, 9
     vpaddw       ymm7, ymm12, ymm7
     vpaddw       ymm12, ymm7, ymm2                   ; layer 4
     vpsubw       ymm2, ymm7, ymm2
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1600
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1632]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1600]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpsraw       ymm7, ymm8, 13                      ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm7, [rsp]                   ; layer 4
     vpsubw       ymm7, ymm7, [rsp]
     vmovdqa      [rsp], ymm8                         ; spill
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm8, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1696]
+    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpsraw       ymm8, ymm9, 13                      ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
+    vpand        ymm9, ymm9, [rel pw_8191]
     vpsubw       ymm9, ymm9, ymm8
     vpsllw       ymm8, ymm8, 9
     vpaddw       ymm8, ymm9, ymm8
@@ -1603,61 +1553,52 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqa      [rsp + 64], ymm7                    ; spill
     vpaddw       ymm7, ymm9, ymm8                    ; layer 4
     vpsubw       ymm8, ymm9, ymm8
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1728
-    vpmullw      ymm9, ymm8, [rax - 96]
-    vpmulhw      ymm8, ymm8, [rax - 128]
+    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1760]
+    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpsraw       ymm9, ymm3, 13                      ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm3, ymm3, [rax - 128]
+    vpand        ymm3, ymm3, [rel pw_8191]
     vpsubw       ymm3, ymm3, ymm9
     vpsllw       ymm9, ymm9, 9
     vpaddw       ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm10, ymm3                   ; layer 4
     vpsubw       ymm3, ymm3, ymm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1792
-    vpmullw      ymm10, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm10, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpsraw       ymm10, ymm14, 13                    ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
+    vpand        ymm14, ymm14, [rel pw_8191]
     vpsubw       ymm14, ymm14, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm10, ymm14, ymm10
     vpaddw       ymm14, ymm10, ymm4                  ; layer 4
     vpsubw       ymm4, ymm10, ymm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1856
-    vpmullw      ymm10, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm10, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm4, ymm4, ymm10
     vpsraw       ymm10, ymm5, 13                     ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm5, ymm10, ymm5
     vpaddw       ymm10, ymm15, ymm5                  ; layer 4
     vpsubw       ymm5, ymm15, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1920
-    vpmullw      ymm15, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm15, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm5, ymm5, ymm15
     vpsraw       ymm15, ymm6, 13                     ; special: before layer 4
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm6, ymm6, [rax - 128]
+    vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm6, ymm15, ymm6
     vpaddw       ymm15, ymm11, ymm6                  ; layer 4
     vpsubw       ymm6, ymm11, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1984
-    vpmullw      ymm11, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm11, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2016]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm6, ymm6, ymm11
     vperm2i128   ymm11, ymm13, ymm1, 32
@@ -1680,156 +1621,139 @@ kg_kyberr17681_ntt_inverse_avx2:
     vperm2i128   ymm10, ymm15, ymm6, 32
     vperm2i128   ymm6, ymm15, ymm6, 49
     vpsraw       ymm15, ymm11, 13                    ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
+    vpand        ymm11, ymm11, [rel pw_8191]
     vpsubw       ymm11, ymm11, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm11, ymm11, ymm15
     vpsraw       ymm15, ymm1, 13                     ; special: before layer 3
-    vpand        ymm1, ymm1, [rax - 128]
+    vpand        ymm1, ymm1, [rel pw_8191]
     vpsubw       ymm1, ymm1, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm1, ymm15, ymm1
     vpaddw       ymm15, ymm11, ymm1                  ; layer 3
     vpsubw       ymm1, ymm11, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmullw      ymm11, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2080]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm1, ymm1, ymm11
     vpsraw       ymm11, ymm13, 13                    ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_8191]
     vpsubw       ymm13, ymm13, ymm11
     vpsllw       ymm11, ymm11, 9
     vpaddw       ymm11, ymm13, ymm11
     vmovdqa      ymm13, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm1                         ; spill
     vpsraw       ymm1, ymm13, 13                     ; special: before layer 3
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_8191]
     vpsubw       ymm13, ymm13, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm1, ymm13, ymm1
     vpaddw       ymm13, ymm11, ymm1                  ; layer 3
     vpsubw       ymm1, ymm11, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmullw      ymm11, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2144]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm1, ymm1, ymm11
     vpsraw       ymm11, ymm2, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm2, ymm2, [rax - 128]
+    vpand        ymm2, ymm2, [rel pw_8191]
     vpsubw       ymm2, ymm2, ymm11
     vpsllw       ymm11, ymm11, 9
     vpaddw       ymm2, ymm11, ymm2
     vmovdqa      ymm11, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpsraw       ymm1, ymm11, 13                     ; special: before layer 3
-    vpand        ymm11, ymm11, [rax - 128]
+    vpand        ymm11, ymm11, [rel pw_8191]
     vpsubw       ymm11, ymm11, ymm1
     vpsllw       ymm1, ymm1, 9
     vpaddw       ymm1, ymm11, ymm1
     vpaddw       ymm11, ymm2, ymm1                   ; layer 3
     vpsubw       ymm1, ymm2, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2176
-    vpmullw      ymm2, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2208]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsraw       ymm2, ymm12, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm12, ymm12, [rax - 128]
+    vpand        ymm12, ymm12, [rel pw_8191]
     vpsubw       ymm12, ymm12, ymm2
     vpsllw       ymm2, ymm2, 9
     vpaddw       ymm2, ymm12, ymm2
     vpsraw       ymm12, ymm7, 13                     ; special: before layer 3
-    vpand        ymm7, ymm7, [rax - 128]
+    vpand        ymm7, ymm7, [rel pw_8191]
     vpsubw       ymm7, ymm7, ymm12
     vpsllw       ymm12, ymm12, 9
     vpaddw       ymm7, ymm12, ymm7
     vpaddw       ymm12, ymm2, ymm7                   ; layer 3
     vpsubw       ymm2, ymm2, ymm7
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmullw      ymm7, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2272]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpsraw       ymm7, ymm8, 13                      ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm8, ymm7
     vpsraw       ymm8, ymm3, 13                      ; special: before layer 3
-    vpand        ymm3, ymm3, [rax - 128]
+    vpand        ymm3, ymm3, [rel pw_8191]
     vpsubw       ymm3, ymm3, ymm8
     vpsllw       ymm8, ymm8, 9
     vpaddw       ymm3, ymm8, ymm3
     vpaddw       ymm8, ymm7, ymm3                    ; layer 3
     vpsubw       ymm3, ymm7, ymm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmullw      ymm7, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm7, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2336]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpsraw       ymm7, ymm9, 13                      ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
+    vpand        ymm9, ymm9, [rel pw_8191]
     vpsubw       ymm9, ymm9, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm9, ymm7
     vpsraw       ymm9, ymm4, 13                      ; special: before layer 3
-    vpand        ymm4, ymm4, [rax - 128]
+    vpand        ymm4, ymm4, [rel pw_8191]
     vpsubw       ymm4, ymm4, ymm9
     vpsllw       ymm9, ymm9, 9
     vpaddw       ymm4, ymm9, ymm4
     vpaddw       ymm9, ymm7, ymm4                    ; layer 3
     vpsubw       ymm4, ymm7, ymm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2368
-    vpmullw      ymm7, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm7, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2400]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpsraw       ymm7, ymm14, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
+    vpand        ymm14, ymm14, [rel pw_8191]
     vpsubw       ymm14, ymm14, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm14, ymm7
     vpsraw       ymm14, ymm5, 13                     ; special: before layer 3
-    vpand        ymm5, ymm5, [rax - 128]
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm14
     vpsllw       ymm14, ymm14, 9
     vpaddw       ymm5, ymm14, ymm5
     vpaddw       ymm14, ymm7, ymm5                   ; layer 3
     vpsubw       ymm5, ymm7, ymm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2432
-    vpmullw      ymm7, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
     vpsraw       ymm7, ymm10, 13                     ; special: before layer 3
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm10, ymm10, [rax - 128]
+    vpand        ymm10, ymm10, [rel pw_8191]
     vpsubw       ymm10, ymm10, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm10, ymm7
     vpsraw       ymm10, ymm6, 13                     ; special: before layer 3
-    vpand        ymm6, ymm6, [rax - 128]
+    vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm10
     vpsllw       ymm10, ymm10, 9
     vpaddw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 3
     vpsubw       ymm6, ymm7, ymm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2624] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2496
-    vpmullw      ymm7, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2528]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpsraw       ymm7, ymm15, 13                     ; special: before layer 2
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm15, ymm15, [rax - 128]
+    vpand        ymm15, ymm15, [rel pw_8191]
     vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm15, ymm7
@@ -1850,70 +1774,63 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm13, ymm7
     vpsraw       ymm13, ymm11, 13                    ; special: before layer 2
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm11, ymm11, [rax - 128]
+    vpand        ymm11, ymm11, [rel pw_8191]
     vpsubw       ymm11, ymm11, ymm13
     vpsllw       ymm13, ymm13, 9
     vpaddw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm11, ymm12                 ; layer 2
     vpsubw       ymm11, ymm11, ymm12
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2752] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2624
-    vpmullw      ymm12, ymm11, [rax - 96]
-    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmullw      ymm12, ymm11, [rax - 32]
+    vpmulhw      ymm11, ymm11, [rax - 64]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm1, ymm2                   ; layer 2
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm2, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsraw       ymm2, ymm8, 13                      ; special: before layer 2
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm2
     vpsllw       ymm2, ymm2, 9
     vpaddw       ymm2, ymm8, ymm2
     vpaddw       ymm8, ymm9, ymm2                    ; layer 2
     vpsubw       ymm2, ymm2, ymm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2688
-    vpmullw      ymm9, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm9, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm4, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpsraw       ymm4, ymm14, 13                     ; special: before layer 2
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm14, ymm14, [rax - 128]
+    vpand        ymm14, ymm14, [rel pw_8191]
     vpsubw       ymm14, ymm14, ymm4
     vpsllw       ymm4, ymm4, 9
     vpaddw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm10, ymm4                  ; layer 2
     vpsubw       ymm4, ymm4, ymm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2880] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2752
-    vpmullw      ymm10, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm10, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm4, ymm4, ymm10
     vpaddw       ymm10, ymm5, ymm6                   ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm6, ymm5, [rax + 96]
+    vpmulhw      ymm5, ymm5, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vpsraw       ymm6, ymm15, 13                     ; special: before layer 1
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm15, ymm15, [rax - 128]
+    vpand        ymm15, ymm15, [rel pw_8191]
     vpsubw       ymm15, ymm15, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm15, ymm6
     vpsraw       ymm15, ymm13, 13                    ; special: before layer 1
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_8191]
     vpsubw       ymm13, ymm13, ymm15
     vpsllw       ymm15, ymm15, 9
     vpaddw       ymm13, ymm13, ymm15
@@ -1947,39 +1864,37 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpsraw       ymm7, ymm8, 13                      ; special: before layer 1
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    vpand        ymm8, ymm8, [rax - 128]
+    vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm8, ymm7
     vpsraw       ymm8, ymm14, 13                     ; special: before layer 1
-    vpand        ymm14, ymm14, [rax - 128]
+    vpand        ymm14, ymm14, [rel pw_8191]
     vpsubw       ymm14, ymm14, ymm8
     vpsllw       ymm8, ymm8, 9
     vpaddw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm8, ymm7                   ; layer 1
     vpsubw       ymm7, ymm7, ymm8
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 3008] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2880
-    vpmullw      ymm8, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm8, ymm7, [rax - 32]
+    vpmulhw      ymm7, ymm7, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 1
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm9, [rax - 96]
-    vpmulhw      ymm9, ymm9, [rax - 128]
+    vpmullw      ymm10, ymm9, [rax - 32]
+    vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vpaddw       ymm10, ymm2, ymm4                   ; layer 1
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm4, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm3, ymm5                    ; layer 1
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm5, ymm3, [rax - 32]
+    vpmulhw      ymm3, ymm3, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpsraw       ymm5, ymm15, 13                     ; special: before layer 0
@@ -1989,8 +1904,8 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm14, ymm5                  ; layer 0
     vpsubw       ymm5, ymm5, ymm14
-    vpmullw      ymm14, ymm5, [rax - 32]
-    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmullw      ymm14, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpsraw       ymm14, ymm6, 13                     ; special: before layer 0
@@ -2000,48 +1915,48 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpaddw       ymm6, ymm14, ymm6
     vpaddw       ymm14, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmullw      ymm8, ymm6, [rax + 32]
+    vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm12, ymm10                  ; layer 0
     vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm12, ymm10, [rax - 32]
-    vpmulhw      ymm10, ymm10, [rax - 64]
+    vpmullw      ymm12, ymm10, [rax + 32]
+    vpmulhw      ymm10, ymm10, [rax]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm10, ymm10, ymm12
     vpaddw       ymm12, ymm13, ymm4                  ; layer 0
     vpsubw       ymm4, ymm13, ymm4
-    vpmullw      ymm13, ymm4, [rax - 32]
-    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm13, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm4, ymm4, ymm13
     vmovdqa      ymm13, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
     vpaddw       ymm4, ymm13, ymm7                   ; layer 0
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpmullw      ymm13, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm7, ymm7, ymm13
     vmovdqa      ymm13, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm7                         ; spill
     vpaddw       ymm7, ymm13, ymm9                   ; layer 0
     vpsubw       ymm9, ymm13, ymm9
-    vpmullw      ymm13, ymm9, [rax - 32]
-    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmullw      ymm13, ymm9, [rax + 32]
+    vpmulhw      ymm9, ymm9, [rax]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm9, ymm9, ymm13
     vpaddw       ymm13, ymm11, ymm2                  ; layer 0
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm11, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm1, ymm3                   ; layer 0
     vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rax - 32]
-    vpmulhw      ymm1, ymm1, [rax - 64]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm15
@@ -2332,12 +2247,12 @@ kg_kyberr17681_reduce_special_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_kyberr17681_freeze_avx2: a[256] in place to canonical form in [0, 7681) (centred Barrett, then q added where negative)
+; kg_kyberr17681_freeze_avx2: a[256] in place to canonical form in [0, 7681) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
 align 32
@@ -2345,166 +2260,133 @@ kg_kyberr17681_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm2, [rel pw_7681]                 ; held in a register: read 32 times
     vmovdqu      ymm3, [rel pw_17474]                ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_1024]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 11
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -2908,8 +2790,7 @@ kg_kyberr17681_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 7681
+    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -3434,9 +3315,8 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm1, 13
     movdqa       xmm2, xmm9
     psraw        xmm2, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm6, [rax - 128]
-    pand         xmm9, [rax - 112]
+    pand         xmm6, [rel pw_8191]
+    pand         xmm9, [rel pw_8191 + 16]
     psubw        xmm6, xmm1
     psubw        xmm9, xmm2
     psllw        xmm1, 9
@@ -3451,8 +3331,7 @@ kg_kyberr17681_ntt_forward_sse:
     pmulhw       xmm5, [rax - 128]
     pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm0                   ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; reload
+    movdqu       xmm0, [rel pw_7681]                 ; reload
     pmulhw       xmm1, xmm0
     pmulhw       xmm2, xmm0
     psubw        xmm5, xmm1
@@ -3467,9 +3346,8 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm5, 13
     movdqa       xmm13, xmm14
     psraw        xmm13, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm3, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm3, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm3, xmm5
     psubw        xmm14, xmm13
     psllw        xmm5, 9
@@ -3477,14 +3355,13 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm3, xmm5
     paddw        xmm14, xmm13
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 960] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 832
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm5, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm4, xmm5
@@ -3501,9 +3378,8 @@ kg_kyberr17681_ntt_forward_sse:
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm15
     psraw        xmm14, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm4, [rax - 128]
-    pand         xmm15, [rax - 112]
+    pand         xmm4, [rel pw_8191]
+    pand         xmm15, [rel pw_8191 + 16]
     psubw        xmm4, xmm13
     psubw        xmm15, xmm14
     psllw        xmm13, 9
@@ -3511,12 +3387,11 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm4, xmm13
     paddw        xmm15, xmm14
     movdqa       xmm13, xmm11
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1024] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 896
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax + 32]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm7, [rax - 112]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm13, xmm0
     pmulhw       xmm14, xmm0
     psubw        xmm11, xmm13
@@ -3531,9 +3406,8 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm7, 13
     movdqa       xmm11, xmm12
     psraw        xmm11, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm8, [rax - 128]
-    pand         xmm12, [rax - 112]
+    pand         xmm8, [rel pw_8191]
+    pand         xmm12, [rel pw_8191 + 16]
     psubw        xmm8, xmm7
     psubw        xmm12, xmm11
     psllw        xmm7, 9
@@ -3541,14 +3415,13 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm8, xmm7
     paddw        xmm12, xmm11
     movdqa       xmm7, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1088] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 960
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     pmulhw       xmm7, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm10, xmm7
@@ -3587,11 +3460,12 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm15, xmm12
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rax - 32]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1152] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1024
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     pmulhw       xmm8, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm1, xmm8
@@ -3603,11 +3477,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm10, xmm1
     psubw        xmm11, xmm2
     movdqa       xmm1, xmm5
-    pmullw       xmm1, [rax + 32]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rax + 48]
-    pmulhw       xmm5, [rax]
-    pmulhw       xmm9, [rax + 16]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm1, xmm0
     pmulhw       xmm2, xmm0
     psubw        xmm5, xmm1
@@ -3621,11 +3495,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm5
     psubw        xmm6, xmm9
     movdqa       xmm5, xmm13
-    pmullw       xmm5, [rax + 96]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm9, xmm14
-    pmullw       xmm9, [rax + 112]
-    pmulhw       xmm13, [rax + 64]
-    pmulhw       xmm14, [rax + 80]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm5, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm13, xmm5
@@ -3639,12 +3513,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm5, xmm13
     psubw        xmm3, xmm14
     movdqa       xmm13, xmm7
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1344] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1216
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax + 96]
     movdqa       xmm14, xmm15
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm15, [rax + 80]
     pmulhw       xmm13, xmm0
     pmulhw       xmm14, xmm0
     psubw        xmm7, xmm13
@@ -3685,14 +3558,14 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm14, xmm13
     punpckhwd    xmm0, xmm4
     movdqa       xmm4, xmm8
-    pmullw       xmm4, [rax - 32]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1408] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1280
+    pmullw       xmm4, [rax - 96]
     movdqa       xmm13, xmm12
-    pmullw       xmm13, [rax - 16]
-    pmulhw       xmm8, [rax - 64]
-    pmulhw       xmm12, [rax - 48]
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
     movdqa       [rsp + 64], xmm5                    ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm5, [rax - 128]                   ; reload
+    movdqu       xmm5, [rel pw_7681]                 ; reload
     pmulhw       xmm4, xmm5
     pmulhw       xmm13, xmm5
     psubw        xmm8, xmm4
@@ -3704,12 +3577,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm8
     psubw        xmm15, xmm12
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1472] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1344
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm12, xmm2
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm8, xmm5
     pmulhw       xmm12, xmm5
     psubw        xmm10, xmm8
@@ -3723,11 +3595,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm8, xmm10
     psubw        xmm11, xmm2
     movdqa       xmm2, xmm1
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm10, xmm9
-    pmullw       xmm10, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm9, [rax - 48]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm9, [rax + 16]
     pmulhw       xmm2, xmm5
     pmulhw       xmm10, xmm5
     psubw        xmm1, xmm2
@@ -3741,11 +3613,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm2, xmm1
     psubw        xmm6, xmm9
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rax + 32]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm9, xmm0
-    pmullw       xmm9, [rax + 48]
-    pmulhw       xmm14, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm14, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm1, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm14, xmm1
@@ -3793,15 +3665,15 @@ kg_kyberr17681_ntt_forward_sse:
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rax + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1664] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1536
+    pmullw       xmm7, [rax - 96]
     movdqa       [rsp + 32], xmm6                    ; spill
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rax + 112]
-    pmulhw       xmm8, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm6, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm9, [rax - 112]
     movdqa       [rsp + 64], xmm15                   ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_7681]                ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -3813,7 +3685,6 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 1664] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 1536
     pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
     pmullw       xmm9, [rax - 80]
@@ -4109,9 +3980,8 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm0, 13
     movdqa       xmm1, xmm8
     psraw        xmm1, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm5, [rax - 128]
-    pand         xmm8, [rax - 112]
+    pand         xmm5, [rel pw_8191]
+    pand         xmm8, [rel pw_8191 + 16]
     psubw        xmm5, xmm0
     psubw        xmm8, xmm1
     psllw        xmm0, 9
@@ -4119,12 +3989,11 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm5, xmm0
     paddw        xmm8, xmm1
     movdqa       xmm0, xmm4
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2368] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2240
-    pmullw       xmm0, [rax - 96]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm12
-    pmullw       xmm1, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqu       xmm15, [rel pw_7681]                ; reload
     pmulhw       xmm0, xmm15
@@ -4141,9 +4010,8 @@ kg_kyberr17681_ntt_forward_sse:
     psraw        xmm4, 13
     movdqa       xmm12, xmm13
     psraw        xmm12, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm2, [rax - 128]
-    pand         xmm13, [rax - 112]
+    pand         xmm2, [rel pw_8191]
+    pand         xmm13, [rel pw_8191 + 16]
     psubw        xmm2, xmm4
     psubw        xmm13, xmm12
     psllw        xmm4, 9
@@ -4175,9 +4043,8 @@ kg_kyberr17681_ntt_forward_sse:
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm14
     psraw        xmm13, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm3, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm3, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm3, xmm12
     psubw        xmm14, xmm13
     psllw        xmm12, 9
@@ -4185,12 +4052,11 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm3, xmm12
     paddw        xmm14, xmm13
     movdqa       xmm12, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2496] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2368
-    pmullw       xmm12, [rax - 96]
+    pmullw       xmm12, [rax - 32]
     movdqa       xmm13, xmm6
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm12, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm12
@@ -4214,13 +4080,13 @@ kg_kyberr17681_ntt_forward_sse:
     paddw        xmm7, xmm6
     paddw        xmm11, xmm10
     movdqa       xmm6, xmm9
-    pmullw       xmm6, [rax - 32]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm10
-    pmullw       xmm14, [rax - 16]
-    pmulhw       xmm9, [rax - 64]
-    pmulhw       xmm10, [rax - 48]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm10, [rax + 16]
     pmulhw       xmm6, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm9, xmm6
@@ -4259,11 +4125,11 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm6, xmm7
     punpckhwd    xmm14, xmm11
     movdqa       xmm7, xmm0
-    pmullw       xmm7, [rax + 32]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm0, [rax]
-    pmulhw       xmm1, [rax + 16]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     pmulhw       xmm7, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm0, xmm7
@@ -4275,11 +4141,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm9, xmm0
     psubw        xmm10, xmm1
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rax + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2688] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2560
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rax + 112]
-    pmulhw       xmm4, [rax + 64]
-    pmulhw       xmm8, [rax + 80]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     pmulhw       xmm0, xmm15
     pmulhw       xmm1, xmm15
     psubw        xmm4, xmm0
@@ -4293,12 +4160,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm0, xmm4
     psubw        xmm5, xmm8
     movdqa       xmm4, xmm12
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2752] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2624
-    pmullw       xmm4, [rax - 96]
+    pmullw       xmm4, [rax - 32]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm12, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm4, xmm15
     pmulhw       xmm8, xmm15
     psubw        xmm12, xmm4
@@ -4312,11 +4178,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm4, xmm12
     psubw        xmm2, xmm13
     movdqa       xmm12, xmm6
-    pmullw       xmm12, [rax - 32]
+    pmullw       xmm12, [rax + 32]
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax - 16]
-    pmulhw       xmm6, [rax - 64]
-    pmulhw       xmm14, [rax - 48]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm12, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm6, xmm12
@@ -4357,11 +4223,11 @@ kg_kyberr17681_ntt_forward_sse:
     punpckhwd    xmm13, xmm12
     punpckhwd    xmm15, xmm3
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rax + 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm12, xmm11
-    pmullw       xmm12, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm11, [rax + 16]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqu       xmm4, [rel pw_7681]                 ; reload
     pmulhw       xmm3, xmm4
@@ -4375,11 +4241,12 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm6, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm9
-    pmullw       xmm7, [rax + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 2944] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2816
+    pmullw       xmm7, [rax - 96]
     movdqa       xmm11, xmm1
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm9, [rax + 64]
-    pmulhw       xmm1, [rax + 80]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm1, [rax - 112]
     pmulhw       xmm7, xmm4
     pmulhw       xmm11, xmm4
     psubw        xmm9, xmm7
@@ -4393,12 +4260,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm7, xmm9
     psubw        xmm10, xmm1
     movdqa       xmm1, xmm0
-    lea          rax, [rel kg_kyberr17681_ntt_forward_twiddles_sse + 3008] ; addresses kg_kyberr17681_ntt_forward_twiddles_sse near byte 2880
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     pmulhw       xmm1, xmm4
     pmulhw       xmm9, xmm4
     psubw        xmm0, xmm1
@@ -4412,11 +4278,11 @@ kg_kyberr17681_ntt_forward_sse:
     psubw        xmm1, xmm0
     psubw        xmm5, xmm8
     movdqa       xmm0, xmm13
-    pmullw       xmm0, [rax - 32]
+    pmullw       xmm0, [rax + 32]
     movdqa       xmm8, xmm15
-    pmullw       xmm8, [rax - 16]
-    pmulhw       xmm13, [rax - 64]
-    pmulhw       xmm15, [rax - 48]
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm13, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm0, xmm4
     pmulhw       xmm8, xmm4
     psubw        xmm13, xmm0
@@ -4786,8 +4652,7 @@ kg_kyberr17681_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 7681
+    movdqu       xmm0, [rel pw_7681]                 ; q = 7681
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -4825,13 +4690,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm3, [rax - 128]
+    pmullw       xmm3, [rel pw_m2184]
     movdqa       xmm4, xmm15
-    pmullw       xmm4, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm14, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm4, [rel pw_m2184 + 16]
+    pmulhw       xmm14, [rel pw_1912]
+    pmulhw       xmm15, [rel pw_1912 + 16]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm14, xmm3
@@ -4843,24 +4706,21 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 192] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 64
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm7, [rax - 128]
+    pmullw       xmm7, [rel pw_m2184]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm8, [rel pw_m2184 + 16]
+    pmulhw       xmm3, [rel pw_1912]
+    pmulhw       xmm4, [rel pw_1912 + 16]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm3, xmm7
@@ -4872,24 +4732,21 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 256] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 128
-    pmullw       xmm11, [rax - 96]
+    pmullw       xmm11, [rax + 32]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm10, [rax + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm11, [rax - 128]
+    pmullw       xmm11, [rel pw_m2184]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
+    pmullw       xmm12, [rel pw_m2184 + 16]
+    pmulhw       xmm7, [rel pw_1912]
+    pmulhw       xmm8, [rel pw_1912 + 16]
     pmulhw       xmm11, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm7, xmm11
@@ -4904,25 +4761,22 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 320] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 192
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 96]
     movdqa       [rsp], xmm10                        ; spill
     movdqa       xmm10, xmm12
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm13, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm7, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm7
     psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm7, [rax - 128]
+    pmullw       xmm7, [rel pw_m2184]
     movdqa       xmm10, xmm8
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
+    pmullw       xmm10, [rel pw_m2184 + 16]
+    pmulhw       xmm11, [rel pw_1912]
+    pmulhw       xmm8, [rel pw_1912 + 16]
     pmulhw       xmm7, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm11, xmm7
@@ -4994,8 +4848,7 @@ kg_kyberr17681_ntt_inverse_sse:
     pmullw       xmm14, [rax - 80]
     pmulhw       xmm0, [rax - 128]
     pmulhw       xmm7, [rax - 112]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_7681]                ; reload
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm0, xmm13
@@ -5009,13 +4862,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp + 64]
     movdqa       xmm3, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 448] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 320
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm3, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -5029,11 +4881,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm1, [rax - 48]
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm1, [rax + 16]
     pmulhw       xmm2, xmm15
     pmulhw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -5045,11 +4897,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmullw       xmm8, [rax + 32]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm9, [rax]
-    pmulhw       xmm5, [rax + 16]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm5, [rax + 80]
     pmulhw       xmm8, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -5115,14 +4967,14 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm15, xmm6
     psubw        xmm8, [rsp + 160]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rax + 96]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 640] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 512
+    pmullw       xmm6, [rax - 96]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rax + 112]
-    pmulhw       xmm15, [rax + 64]
-    pmulhw       xmm8, [rax + 80]
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm15, [rax - 128]
+    pmulhw       xmm8, [rax - 112]
     movdqa       [rsp + 160], xmm5                   ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm5, [rax - 128]                   ; reload
+    movdqu       xmm5, [rel pw_7681]                 ; reload
     pmulhw       xmm6, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm15, xmm6
@@ -5136,13 +4988,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm11
     psubw        xmm12, [rsp + 64]
     movdqa       xmm11, xmm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 704] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 576
-    pmullw       xmm11, [rax - 96]
+    pmullw       xmm11, [rax - 32]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm12, [rax - 48]
     pmulhw       xmm11, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm6, xmm11
@@ -5154,11 +5005,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm14
     psubw        xmm7, xmm13
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rax - 32]
+    pmullw       xmm13, [rax + 32]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm14, [rax + 48]
+    pmulhw       xmm0, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm13, xmm5
     pmulhw       xmm14, xmm5
     psubw        xmm0, xmm13
@@ -5170,11 +5021,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax + 32]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm1, [rax + 16]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     pmulhw       xmm2, xmm5
     pmulhw       xmm4, xmm5
     psubw        xmm10, xmm2
@@ -5212,9 +5063,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm1, 13
     movdqa       xmm10, xmm5
     psraw        xmm10, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm2, [rax - 128]
-    pand         xmm5, [rax - 112]
+    pand         xmm2, [rel pw_8191]
+    pand         xmm5, [rel pw_8191 + 16]
     psubw        xmm2, xmm1
     psubw        xmm5, xmm10
     psllw        xmm1, 9
@@ -5236,8 +5086,7 @@ kg_kyberr17681_ntt_inverse_sse:
     pmulhw       xmm2, [rax - 128]
     pmulhw       xmm5, [rax - 112]
     movdqa       [rsp + 64], xmm1                    ; spill
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm1, [rax - 128]                   ; reload
+    movdqu       xmm1, [rel pw_7681]                 ; reload
     pmulhw       xmm3, xmm1
     pmulhw       xmm10, xmm1
     psubw        xmm2, xmm3
@@ -5248,9 +5097,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm4
     psraw        xmm5, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm3, [rax - 128]
-    pand         xmm4, [rax - 112]
+    pand         xmm3, [rel pw_8191]
+    pand         xmm4, [rel pw_8191 + 16]
     psubw        xmm3, xmm10
     psubw        xmm4, xmm5
     psllw        xmm10, 9
@@ -5264,12 +5112,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm4, xmm15
     movdqa       xmm8, xmm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 960] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 832
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm15, xmm4
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm8, xmm1
     pmulhw       xmm15, xmm1
     psubw        xmm3, xmm8
@@ -5278,9 +5125,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm8, 13
     movdqa       xmm15, xmm12
     psraw        xmm15, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm6, [rax - 128]
-    pand         xmm12, [rax - 112]
+    pand         xmm6, [rel pw_8191]
+    pand         xmm12, [rel pw_8191 + 16]
     psubw        xmm6, xmm8
     psubw        xmm12, xmm15
     psllw        xmm8, 9
@@ -5294,12 +5140,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm9
     psubw        xmm12, xmm11
     movdqa       xmm9, xmm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1024] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 896
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm9, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm6, xmm9
@@ -5308,9 +5153,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm11, xmm14
     psraw        xmm11, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm13, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm13, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm13, xmm9
     psubw        xmm14, xmm11
     psllw        xmm9, 9
@@ -5324,12 +5168,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
     movdqa       xmm13, xmm0
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1088] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 960
-    pmullw       xmm13, [rax - 96]
+    pmullw       xmm13, [rax + 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm7, [rax - 112]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm7, [rax + 80]
     pmulhw       xmm13, xmm1
     pmulhw       xmm14, xmm1
     psubw        xmm0, xmm13
@@ -5518,9 +5361,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm6, 13
     movdqa       xmm8, xmm14
     psraw        xmm8, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm0, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm0, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm0, xmm6
     psubw        xmm14, xmm8
     psllw        xmm6, 9
@@ -5534,12 +5376,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm0
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1280
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm7, xmm1
     pmulhw       xmm11, xmm1
     psubw        xmm0, xmm7
@@ -5551,11 +5392,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm1
     pmulhw       xmm5, xmm1
     psubw        xmm13, xmm3
@@ -5566,9 +5407,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm5
     psraw        xmm2, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm4, [rax - 128]
-    pand         xmm5, [rax - 112]
+    pand         xmm4, [rel pw_8191]
+    pand         xmm5, [rel pw_8191 + 16]
     psubw        xmm4, xmm3
     psubw        xmm5, xmm2
     psllw        xmm3, 9
@@ -5582,12 +5422,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm5, xmm12
     movdqa       xmm10, xmm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1472] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1344
-    pmullw       xmm10, [rax - 96]
+    pmullw       xmm10, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm10, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm4, xmm10
@@ -5603,11 +5442,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm9, xmm1
     pmulhw       xmm15, xmm1
     psubw        xmm10, xmm9
@@ -5762,13 +5601,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm0, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm3, [rax - 128]
+    pmullw       xmm3, [rel pw_m2184]
     movdqa       xmm4, xmm15
-    pmullw       xmm4, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm14, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm4, [rel pw_m2184 + 16]
+    pmulhw       xmm14, [rel pw_1912]
+    pmulhw       xmm15, [rel pw_1912 + 16]
     pmulhw       xmm3, xmm1
     pmulhw       xmm4, xmm1
     psubw        xmm14, xmm3
@@ -5780,24 +5617,21 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1664] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1536
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm6, [rax + 16]
     pmulhw       xmm7, xmm1
     pmulhw       xmm8, xmm1
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm7, [rax - 128]
+    pmullw       xmm7, [rel pw_m2184]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm8, [rel pw_m2184 + 16]
+    pmulhw       xmm3, [rel pw_1912]
+    pmulhw       xmm4, [rel pw_1912 + 16]
     pmulhw       xmm7, xmm1
     pmulhw       xmm8, xmm1
     psubw        xmm3, xmm7
@@ -5809,24 +5643,21 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1728] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1600
-    pmullw       xmm11, [rax - 96]
+    pmullw       xmm11, [rax + 96]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm9, [rax + 64]
+    pmulhw       xmm10, [rax + 80]
     pmulhw       xmm11, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    lea          rax, [rel pw_m2184 + 128]           ; addresses pw_m2184 near byte 0
-    pmullw       xmm11, [rax - 128]
+    pmullw       xmm11, [rel pw_m2184]
     movdqa       xmm12, xmm8
-    pmullw       xmm12, [rax - 112]
-    lea          rax, [rel pw_1912 + 128]            ; addresses pw_1912 near byte 0
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
+    pmullw       xmm12, [rel pw_m2184 + 16]
+    pmulhw       xmm7, [rel pw_1912]
+    pmulhw       xmm8, [rel pw_1912 + 16]
     pmulhw       xmm11, xmm1
     pmulhw       xmm12, xmm1
     psubw        xmm7, xmm11
@@ -5928,8 +5759,7 @@ kg_kyberr17681_ntt_inverse_sse:
     pmullw       xmm14, [rax - 16]
     pmulhw       xmm1, [rax - 64]
     pmulhw       xmm7, [rax - 48]
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_7681]                ; reload
     pmulhw       xmm13, xmm15
     pmulhw       xmm14, xmm15
     psubw        xmm1, xmm13
@@ -5943,13 +5773,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp + 64]
     movdqa       xmm3, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1920] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1792
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax + 32]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm3, xmm15
     pmulhw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -5963,11 +5792,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm4
     psubw        xmm0, xmm2
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rax - 32]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm0, [rax - 48]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm2, xmm15
     pmulhw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -5979,11 +5808,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmullw       xmm8, [rax + 32]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1920
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm9, [rax]
-    pmulhw       xmm5, [rax + 16]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm9, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
     pmulhw       xmm8, xmm15
     pmulhw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -6049,11 +5879,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm15, xmm6
     psubw        xmm8, [rsp + 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rax + 96]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm9, xmm8
-    pmullw       xmm9, [rax + 112]
-    pmulhw       xmm15, [rax + 64]
-    pmulhw       xmm8, [rax + 80]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm8, [rax - 48]
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqu       xmm5, [rel pw_7681]                 ; reload
     pmulhw       xmm6, xmm5
@@ -6069,13 +5899,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm11
     psubw        xmm12, [rsp + 64]
     movdqa       xmm11, xmm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2048
-    pmullw       xmm11, [rax - 96]
+    pmullw       xmm11, [rax + 32]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm12, [rax + 16]
     pmulhw       xmm11, xmm5
     pmulhw       xmm9, xmm5
     psubw        xmm6, xmm11
@@ -6087,11 +5916,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm14
     psubw        xmm7, xmm13
     movdqa       xmm13, xmm1
-    pmullw       xmm13, [rax - 32]
+    pmullw       xmm13, [rax + 96]
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm1, [rax + 64]
+    pmulhw       xmm7, [rax + 80]
     pmulhw       xmm13, xmm5
     pmulhw       xmm14, xmm5
     psubw        xmm1, xmm13
@@ -6103,11 +5932,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm0, xmm4
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax + 32]
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2176
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm4, xmm0
-    pmullw       xmm4, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm4, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
     pmulhw       xmm2, xmm5
     pmulhw       xmm4, xmm5
     psubw        xmm10, xmm2
@@ -6145,9 +5975,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm0, 13
     movdqa       xmm10, xmm5
     psraw        xmm10, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm2, [rax - 128]
-    pand         xmm5, [rax - 112]
+    pand         xmm2, [rel pw_8191]
+    pand         xmm5, [rel pw_8191 + 16]
     psubw        xmm2, xmm0
     psubw        xmm5, xmm10
     psllw        xmm0, 9
@@ -6161,13 +5990,12 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm2, xmm3
     psubw        xmm5, [rsp + 160]
     movdqa       xmm3, xmm2
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2368] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2240
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm10, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqu       xmm0, [rel pw_7681]                 ; reload
     pmulhw       xmm3, xmm0
@@ -6180,9 +6008,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm4
     psraw        xmm5, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm3, [rax - 128]
-    pand         xmm4, [rax - 112]
+    pand         xmm3, [rel pw_8191]
+    pand         xmm4, [rel pw_8191 + 16]
     psubw        xmm3, xmm10
     psubw        xmm4, xmm5
     psllw        xmm10, 9
@@ -6196,12 +6023,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm3, xmm8
     psubw        xmm4, xmm15
     movdqa       xmm8, xmm3
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2304
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm15, xmm4
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm4, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm3, xmm8
@@ -6210,9 +6036,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm8, 13
     movdqa       xmm15, xmm11
     psraw        xmm15, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm9, [rax - 128]
-    pand         xmm11, [rax - 112]
+    pand         xmm9, [rel pw_8191]
+    pand         xmm11, [rel pw_8191 + 16]
     psubw        xmm9, xmm8
     psubw        xmm11, xmm15
     psllw        xmm8, 9
@@ -6226,12 +6051,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm6, xmm9
     psubw        xmm12, xmm11
     movdqa       xmm9, xmm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2496] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2368
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax + 96]
     movdqa       xmm11, xmm12
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm9, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm6, xmm9
@@ -6240,9 +6064,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm9, 13
     movdqa       xmm11, xmm14
     psraw        xmm11, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm13, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm13, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm13, xmm9
     psubw        xmm14, xmm11
     psllw        xmm9, 9
@@ -6450,9 +6273,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm6, 13
     movdqa       xmm8, xmm14
     psraw        xmm8, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm1, [rax - 128]
-    pand         xmm14, [rax - 112]
+    pand         xmm1, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
     psubw        xmm1, xmm6
     psubw        xmm14, xmm8
     psllw        xmm6, 9
@@ -6466,12 +6288,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm14, xmm11
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2880] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2752
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
+    pmullw       xmm11, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm14, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm1, xmm7
@@ -6483,11 +6304,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm13, xmm5
     psubw        xmm2, xmm3
     movdqa       xmm3, xmm13
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm5, [rax - 16]
+    pmulhw       xmm13, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm13, xmm3
@@ -6498,9 +6319,8 @@ kg_kyberr17681_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm5
     psraw        xmm2, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm4, [rax - 128]
-    pand         xmm5, [rax - 112]
+    pand         xmm4, [rel pw_8191]
+    pand         xmm5, [rel pw_8191 + 16]
     psubw        xmm4, xmm3
     psubw        xmm5, xmm2
     psllw        xmm3, 9
@@ -6514,12 +6334,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm5, xmm12
     movdqa       xmm10, xmm4
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2944] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2816
-    pmullw       xmm10, [rax - 96]
+    pmullw       xmm10, [rax + 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm10, xmm0
     pmulhw       xmm12, xmm0
     psubw        xmm4, xmm10
@@ -6535,11 +6354,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm13, xmm15
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rax - 96]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm9, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm10, xmm9
@@ -6666,9 +6485,8 @@ kg_kyberr17681_ntt_inverse_sse:
     psraw        xmm5, 13
     movdqa       xmm6, xmm2
     psraw        xmm6, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm1, [rax - 128]
-    pand         xmm2, [rax - 112]
+    pand         xmm1, [rel pw_8191]
+    pand         xmm2, [rel pw_8191 + 16]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     psllw        xmm5, 9
@@ -6682,12 +6500,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 3072] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2944
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6719,11 +6536,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6743,11 +6560,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6767,11 +6584,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6791,11 +6608,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6815,11 +6632,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6839,11 +6656,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -6863,11 +6680,11 @@ kg_kyberr17681_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 96]
+    pmullw       xmm3, [rax - 32]
     movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -7435,12 +7252,12 @@ kg_kyberr17681_reduce_special_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_kyberr17681_freeze_sse: a[256] in place to canonical form in [0, 7681) (centred Barrett, then q added where negative)
+; kg_kyberr17681_freeze_sse: a[256] in place to canonical form in [0, 7681) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
-;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-9}, flags
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
 align 32
@@ -7450,16 +7267,12 @@ kg_kyberr17681_freeze_sse:
     movdqu       xmm5, [rel pw_7681 + 16]            ; held in a register: read 32 times
     movdqu       xmm6, [rel pw_17474]                ; held in a register: read 16 times
     movdqu       xmm7, [rel pw_17474 + 16]           ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_1024]                 ; held in a register: read 16 times
-    movdqu       xmm9, [rel pw_1024 + 16]            ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7467,13 +7280,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
@@ -7482,8 +7293,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7491,13 +7300,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
@@ -7506,8 +7313,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7515,13 +7320,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
@@ -7530,8 +7333,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7539,13 +7340,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
@@ -7554,8 +7353,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7563,13 +7360,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
@@ -7578,8 +7373,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7587,13 +7380,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
@@ -7602,8 +7393,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7611,13 +7400,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
@@ -7626,8 +7413,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7635,13 +7420,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
@@ -7650,8 +7433,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7659,13 +7440,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
@@ -7674,8 +7453,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7683,13 +7460,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
@@ -7698,8 +7473,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7707,13 +7480,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
@@ -7722,8 +7493,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7731,13 +7500,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
@@ -7746,8 +7513,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7755,13 +7520,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
@@ -7770,8 +7533,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7779,13 +7540,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
@@ -7794,8 +7553,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7803,13 +7560,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
@@ -7818,8 +7573,6 @@ kg_kyberr17681_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 11
     psraw        xmm3, 11
     pmullw       xmm2, xmm4
@@ -7827,13 +7580,11 @@ kg_kyberr17681_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     ret

@@ -80,6 +80,38 @@ static const uint16_t kg_mldsa8380417_ntt_positions[256][1] = {
     {240}, {241}, {242}, {243}, {244}, {245}, {246}, {247}, {248}, {249}, {250}, {251}, {252}, {253}, {254}, {255},
 };
 
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_MLDSA8380417_NTT_FORWARD_A_LEN 256
+#define KG_MLDSA8380417_BASEMUL_R_LEN 256
+#define KG_MLDSA8380417_BASEMUL_A_LEN 256
+#define KG_MLDSA8380417_BASEMUL_B_LEN 256
+#define KG_MLDSA8380417_BASEMUL_ACC4_R_LEN 256
+#define KG_MLDSA8380417_BASEMUL_ACC4_A_LEN 1024
+#define KG_MLDSA8380417_BASEMUL_ACC4_B_LEN 1024
+#define KG_MLDSA8380417_BASEMUL_ACC5_R_LEN 256
+#define KG_MLDSA8380417_BASEMUL_ACC5_A_LEN 1280
+#define KG_MLDSA8380417_BASEMUL_ACC5_B_LEN 1280
+#define KG_MLDSA8380417_BASEMUL_ACC7_R_LEN 256
+#define KG_MLDSA8380417_BASEMUL_ACC7_A_LEN 1792
+#define KG_MLDSA8380417_BASEMUL_ACC7_B_LEN 1792
+#define KG_MLDSA8380417_NTT_INVERSE_A_LEN 256
+#define KG_MLDSA8380417_REDUCE_BARRETT_A_LEN 256
+#define KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN 256
+#define KG_MLDSA8380417_FREEZE_A_LEN 256
+#define KG_MLDSA8380417_MULMOD_SHOUP_R_LEN 256
+#define KG_MLDSA8380417_MULMOD_SHOUP_A_LEN 256
+#define KG_MLDSA8380417_MULMOD_SHOUP_W_LEN 256
+#define KG_MLDSA8380417_MULMOD_SHOUP_WP_LEN 256
+#define KG_MLDSA8380417_MULADD_SHOUP_R_LEN 256
+#define KG_MLDSA8380417_MULADD_SHOUP_A_LEN 256
+#define KG_MLDSA8380417_MULADD_SHOUP_W_LEN 256
+#define KG_MLDSA8380417_MULADD_SHOUP_WP_LEN 256
+#define KG_MLDSA8380417_MULADD_SHOUP_B_LEN 256
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -90,9 +122,9 @@ extern "C" {
  *   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_ntt_forward_avx2(int32_t a[256]);
+void kg_mldsa8380417_ntt_forward_avx2(int32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -100,11 +132,11 @@ void kg_mldsa8380417_ntt_forward_avx2(int32_t a[256]);
  *   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 256 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x int32_t (KG_MLDSA8380417_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_avx2(int32_t r[256], const int32_t a[256], const int32_t b[256]);
+void kg_mldsa8380417_basemul_avx2(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
@@ -113,11 +145,11 @@ void kg_mldsa8380417_basemul_avx2(int32_t r[256], const int32_t a[256], const in
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 1024 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 1024 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc4_avx2(int32_t r[256], const int32_t a[1024], const int32_t b[1024]);
+void kg_mldsa8380417_basemul_acc4_avx2(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
@@ -126,11 +158,11 @@ void kg_mldsa8380417_basemul_acc4_avx2(int32_t r[256], const int32_t a[1024], co
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 1280 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 1280 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc5_avx2(int32_t r[256], const int32_t a[1280], const int32_t b[1280]);
+void kg_mldsa8380417_basemul_acc5_avx2(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
@@ -139,73 +171,73 @@ void kg_mldsa8380417_basemul_acc5_avx2(int32_t r[256], const int32_t a[1280], co
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 1792 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 1792 x int32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc7_avx2(int32_t r[256], const int32_t a[1792], const int32_t b[1792]);
+void kg_mldsa8380417_basemul_acc7_avx2(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-4708416, 4709439] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+ *   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_ntt_inverse_avx2(int32_t a[256]);
+void kg_mldsa8380417_ntt_inverse_avx2(int32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_BARRETT_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_reduce_barrett_avx2(int32_t a[256]);
+void kg_mldsa8380417_reduce_barrett_avx2(int32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_reduce_special_avx2(int32_t a[256]);
+void kg_mldsa8380417_reduce_special_avx2(int32_t *a);
 
 
 /* a[256] in place to canonical form in [0, 8380417) (centred Barrett, then q added where negative)
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_freeze_avx2(int32_t a[256]);
+void kg_mldsa8380417_freeze_avx2(int32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_mulmod_shoup_avx2(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
+void kg_mldsa8380417_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_mldsa8380417_muladd_shoup_avx2(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_mldsa8380417_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
@@ -213,9 +245,9 @@ void kg_mldsa8380417_muladd_shoup_avx2(uint32_t r[256], const uint32_t a[256], c
  *   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_ntt_forward_sse(int32_t a[256]);
+void kg_mldsa8380417_ntt_forward_sse(int32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -223,11 +255,11 @@ void kg_mldsa8380417_ntt_forward_sse(int32_t a[256]);
  *   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 256 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int32_t (KG_MLDSA8380417_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_sse(int32_t r[256], const int32_t a[256], const int32_t b[256]);
+void kg_mldsa8380417_basemul_sse(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
@@ -236,11 +268,11 @@ void kg_mldsa8380417_basemul_sse(int32_t r[256], const int32_t a[256], const int
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 1024 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 1024 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc4_sse(int32_t r[256], const int32_t a[1024], const int32_t b[1024]);
+void kg_mldsa8380417_basemul_acc4_sse(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
@@ -249,11 +281,11 @@ void kg_mldsa8380417_basemul_acc4_sse(int32_t r[256], const int32_t a[1024], con
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 1280 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 1280 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc5_sse(int32_t r[256], const int32_t a[1280], const int32_t b[1280]);
+void kg_mldsa8380417_basemul_acc5_sse(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
@@ -262,73 +294,73 @@ void kg_mldsa8380417_basemul_acc5_sse(int32_t r[256], const int32_t a[1280], con
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x int32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 1792 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 1792 x int32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_basemul_acc7_sse(int32_t r[256], const int32_t a[1792], const int32_t b[1792]);
+void kg_mldsa8380417_basemul_acc7_sse(int32_t *r, const int32_t *a, const int32_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-4708416, 4709439] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+ *   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_ntt_inverse_sse(int32_t a[256]);
+void kg_mldsa8380417_ntt_inverse_sse(int32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_BARRETT_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_reduce_barrett_sse(int32_t a[256]);
+void kg_mldsa8380417_reduce_barrett_sse(int32_t *a);
 
 
 /* reduce a[256] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_reduce_special_sse(int32_t a[256]);
+void kg_mldsa8380417_reduce_special_sse(int32_t *a);
 
 
 /* a[256] in place to canonical form in [0, 8380417) (centred Barrett, then q added where negative)
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 256 x int32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_freeze_sse(int32_t a[256]);
+void kg_mldsa8380417_freeze_sse(int32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_mulmod_shoup_sse(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
+void kg_mldsa8380417_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_mldsa8380417_muladd_shoup_sse(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_mldsa8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* Dispatch: mldsa-8380417_dispatch.c (optional; compile and link it to use these).
@@ -341,17 +373,17 @@ void kg_mldsa8380417_muladd_shoup_sse(uint32_t r[256], const uint32_t a[256], co
  */
 const char *kg_mldsa8380417_isa(void);
 int kg_mldsa8380417_use_isa(const char *isa);
-void kg_mldsa8380417_ntt_forward(int32_t a[256]);
-void kg_mldsa8380417_basemul(int32_t r[256], const int32_t a[256], const int32_t b[256]);
-void kg_mldsa8380417_basemul_acc4(int32_t r[256], const int32_t a[1024], const int32_t b[1024]);
-void kg_mldsa8380417_basemul_acc5(int32_t r[256], const int32_t a[1280], const int32_t b[1280]);
-void kg_mldsa8380417_basemul_acc7(int32_t r[256], const int32_t a[1792], const int32_t b[1792]);
-void kg_mldsa8380417_ntt_inverse(int32_t a[256]);
-void kg_mldsa8380417_reduce_barrett(int32_t a[256]);
-void kg_mldsa8380417_reduce_special(int32_t a[256]);
-void kg_mldsa8380417_freeze(int32_t a[256]);
-void kg_mldsa8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256]);
-void kg_mldsa8380417_muladd_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256]);
+void kg_mldsa8380417_ntt_forward(int32_t *a);
+void kg_mldsa8380417_basemul(int32_t *r, const int32_t *a, const int32_t *b);
+void kg_mldsa8380417_basemul_acc4(int32_t *r, const int32_t *a, const int32_t *b);
+void kg_mldsa8380417_basemul_acc5(int32_t *r, const int32_t *a, const int32_t *b);
+void kg_mldsa8380417_basemul_acc7(int32_t *r, const int32_t *a, const int32_t *b);
+void kg_mldsa8380417_ntt_inverse(int32_t *a);
+void kg_mldsa8380417_reduce_barrett(int32_t *a);
+void kg_mldsa8380417_reduce_special(int32_t *a);
+void kg_mldsa8380417_freeze(int32_t *a);
+void kg_mldsa8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+void kg_mldsa8380417_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 #ifdef __cplusplus

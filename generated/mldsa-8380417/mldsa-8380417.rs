@@ -143,7 +143,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-4708416, 4709439] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+    /// ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
     ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
@@ -277,7 +277,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-4708416, 4709439] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+    /// ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
     ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
     /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)

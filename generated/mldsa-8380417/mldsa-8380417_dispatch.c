@@ -117,7 +117,7 @@ static int kg_mldsa8380417_need(void)
     return c;
 }
 
-void kg_mldsa8380417_ntt_forward(int32_t a[256])
+void kg_mldsa8380417_ntt_forward(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_mldsa8380417_ntt_forward(int32_t a[256])
     }
 }
 
-void kg_mldsa8380417_basemul(int32_t r[256], const int32_t a[256], const int32_t b[256])
+void kg_mldsa8380417_basemul(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_mldsa8380417_basemul(int32_t r[256], const int32_t a[256], const int32_t
     }
 }
 
-void kg_mldsa8380417_basemul_acc4(int32_t r[256], const int32_t a[1024], const int32_t b[1024])
+void kg_mldsa8380417_basemul_acc4(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_basemul_acc4_avx2(r, a, b); return;
@@ -141,7 +141,7 @@ void kg_mldsa8380417_basemul_acc4(int32_t r[256], const int32_t a[1024], const i
     }
 }
 
-void kg_mldsa8380417_basemul_acc5(int32_t r[256], const int32_t a[1280], const int32_t b[1280])
+void kg_mldsa8380417_basemul_acc5(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_basemul_acc5_avx2(r, a, b); return;
@@ -149,7 +149,7 @@ void kg_mldsa8380417_basemul_acc5(int32_t r[256], const int32_t a[1280], const i
     }
 }
 
-void kg_mldsa8380417_basemul_acc7(int32_t r[256], const int32_t a[1792], const int32_t b[1792])
+void kg_mldsa8380417_basemul_acc7(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_basemul_acc7_avx2(r, a, b); return;
@@ -157,7 +157,7 @@ void kg_mldsa8380417_basemul_acc7(int32_t r[256], const int32_t a[1792], const i
     }
 }
 
-void kg_mldsa8380417_ntt_inverse(int32_t a[256])
+void kg_mldsa8380417_ntt_inverse(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_ntt_inverse_avx2(a); return;
@@ -165,7 +165,7 @@ void kg_mldsa8380417_ntt_inverse(int32_t a[256])
     }
 }
 
-void kg_mldsa8380417_reduce_barrett(int32_t a[256])
+void kg_mldsa8380417_reduce_barrett(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_reduce_barrett_avx2(a); return;
@@ -173,7 +173,7 @@ void kg_mldsa8380417_reduce_barrett(int32_t a[256])
     }
 }
 
-void kg_mldsa8380417_reduce_special(int32_t a[256])
+void kg_mldsa8380417_reduce_special(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_reduce_special_avx2(a); return;
@@ -181,7 +181,7 @@ void kg_mldsa8380417_reduce_special(int32_t a[256])
     }
 }
 
-void kg_mldsa8380417_freeze(int32_t a[256])
+void kg_mldsa8380417_freeze(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_freeze_avx2(a); return;
@@ -189,7 +189,7 @@ void kg_mldsa8380417_freeze(int32_t a[256])
     }
 }
 
-void kg_mldsa8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256])
+void kg_mldsa8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -197,7 +197,7 @@ void kg_mldsa8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const 
     }
 }
 
-void kg_mldsa8380417_muladd_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256])
+void kg_mldsa8380417_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
     case 0: kg_mldsa8380417_muladd_shoup_avx2(r, a, w, wp, b); return;

@@ -711,8 +711,7 @@ kg_mlkem3329_ntt_forward_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -962,8 +961,7 @@ kg_mlkem3329_ntt_forward_avx2:
     vpmullw      ymm4, ymm6, [rax + 96]
     vpmulhw      ymm6, ymm6, [rax + 64]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm9, [rax - 128]                   ; reload
+    vmovdqu      ymm9, [rel pw_3329]                 ; reload
     vpmulhw      ymm4, ymm9, ymm4
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
@@ -1035,8 +1033,7 @@ kg_mlkem3329_ntt_forward_avx2:
     vpmullw      ymm9, ymm4, [rax + 96]
     vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm14, [rax - 128]                  ; reload
+    vmovdqu      ymm14, [rel pw_3329]                ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
@@ -1108,8 +1105,7 @@ kg_mlkem3329_ntt_forward_avx2:
     vpmullw      ymm14, ymm4, [rax + 96]
     vpmulhw      ymm4, ymm4, [rax + 64]
     vmovdqa      [rsp + 32], ymm11                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm11, [rax - 128]                  ; reload
+    vmovdqu      ymm11, [rel pw_3329]                ; reload
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
@@ -1213,178 +1209,104 @@ kg_mlkem3329_ntt_forward_avx2:
     vperm2i128   ymm2, ymm8, ymm2, 49
     vperm2i128   ymm8, ymm7, ymm0, 32
     vperm2i128   ymm0, ymm7, ymm0, 49
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm7, ymm15, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm15, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm15, ymm7
-    vpsraw       ymm15, ymm7, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm7, ymm15, ymm7
+    vpsubw       ymm15, ymm7, [rel pw_3329]
+    vpminuw      ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], ymm7                    ; spill
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm7, ymm15, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm15, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm15, ymm7
-    vpsraw       ymm15, ymm7, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm7, ymm15, ymm7
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm4, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm7, [rel pw_3329]
+    vpminuw      ymm7, ymm15, ymm7
+    vpmulhw      ymm15, ymm4, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm4, ymm4, ymm15
-    vpsraw       ymm15, ymm4, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm4, ymm15, ymm4
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm13, [rax - 128]           ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm4, [rel pw_3329]
+    vpminuw      ymm4, ymm15, ymm4
+    vpmulhw      ymm15, ymm13, [rel pw_20159]        ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm13, ymm13, ymm15
-    vpsraw       ymm15, ymm13, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm13, ymm13, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm14, [rax - 128]           ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm13, [rel pw_3329]
+    vpminuw      ymm13, ymm13, ymm15
+    vpmulhw      ymm15, ymm14, [rel pw_20159]        ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm14, ymm14, ymm15
-    vpsraw       ymm15, ymm14, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm14, ymm14, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm5, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm14, [rel pw_3329]
+    vpminuw      ymm14, ymm14, ymm15
+    vpmulhw      ymm15, ymm5, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm5, ymm5, ymm15
-    vpsraw       ymm15, ymm5, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm5, ymm15, ymm5
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm11, [rax - 128]           ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm5, [rel pw_3329]
+    vpminuw      ymm5, ymm15, ymm5
+    vpmulhw      ymm15, ymm11, [rel pw_20159]        ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm11, ymm11, ymm15
-    vpsraw       ymm15, ymm11, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm11, ymm11, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm6, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm11, [rel pw_3329]
+    vpminuw      ymm11, ymm11, ymm15
+    vpmulhw      ymm15, ymm6, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm6, ymm6, ymm15
-    vpsraw       ymm15, ymm6, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm6, ymm15, ymm6
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm12, [rax - 128]           ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm6, [rel pw_3329]
+    vpminuw      ymm6, ymm15, ymm6
+    vpmulhw      ymm15, ymm12, [rel pw_20159]        ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm12, ymm12, ymm15
-    vpsraw       ymm15, ymm12, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm12, ymm12, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm3, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm12, [rel pw_3329]
+    vpminuw      ymm12, ymm12, ymm15
+    vpmulhw      ymm15, ymm3, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm3, ymm3, ymm15
-    vpsraw       ymm15, ymm3, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm3, ymm15, ymm3
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm9, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm3, [rel pw_3329]
+    vpminuw      ymm3, ymm15, ymm3
+    vpmulhw      ymm15, ymm9, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm9, ymm9, ymm15
-    vpsraw       ymm15, ymm9, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm9, ymm9, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm1, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm9, [rel pw_3329]
+    vpminuw      ymm9, ymm9, ymm15
+    vpmulhw      ymm15, ymm1, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm1, ymm1, ymm15
-    vpsraw       ymm15, ymm1, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm1, ymm15, ymm1
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm10, [rax - 128]           ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm1, [rel pw_3329]
+    vpminuw      ymm1, ymm15, ymm1
+    vpmulhw      ymm15, ymm10, [rel pw_20159]        ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm10, ymm10, ymm15
-    vpsraw       ymm15, ymm10, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm10, ymm10, ymm15
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm2, [rax - 128]            ; freeze: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
+    vpsubw       ymm15, ymm10, [rel pw_3329]
+    vpminuw      ymm10, ymm10, ymm15
+    vpmulhw      ymm15, ymm2, [rel pw_20159]         ; freeze: the output range asked for
     vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm2, ymm2, ymm15
-    vpsraw       ymm15, ymm2, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm2, ymm15, ymm2
+    vpsubw       ymm15, ymm2, [rel pw_3329]
+    vpminuw      ymm2, ymm15, ymm2
     vpmulhw      ymm15, ymm8, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm8, ymm8, ymm15
-    vpsraw       ymm15, ymm8, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm8, ymm8, ymm15
+    vpsubw       ymm15, ymm8, [rel pw_3329]
+    vpminuw      ymm8, ymm8, ymm15
     vpmulhw      ymm15, ymm0, [rel pw_20159]         ; freeze: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
     vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm15
-    vpsraw       ymm15, ymm0, 15
-    vpand        ymm15, ymm15, [rax - 128]
-    vpaddw       ymm0, ymm15, ymm0
+    vpsubw       ymm15, ymm0, [rel pw_3329]
+    vpminuw      ymm0, ymm15, ymm0
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqu      [rdi], ymm15
     vmovdqu      [rdi + 32], ymm7
@@ -3816,7 +3738,7 @@ kg_mlkem3329_basemul_acc4_avx2:
 ; kg_mlkem3329_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+;   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, flags
@@ -3835,8 +3757,7 @@ kg_mlkem3329_ntt_inverse_avx2:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 96
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 3329
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 64]
     vmovdqu      ymm3, [rdi + 128]
@@ -3916,91 +3837,71 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpblendd     ymm8, ymm14, ymm8, 170
     vpaddw       ymm14, ymm15, ymm0                  ; layer 6
     vpsubw       ymm0, ymm15, ymm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm15, ymm0, [rax - 96]
-    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmullw      ymm15, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm0, ymm0, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp + 32], ymm7                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vmovdqu      ymm7, [rax - 128]                   ; reload
+    vmovdqu      ymm7, [rel pw_3329]                 ; reload
     vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm0, ymm0, ymm15
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm15, ymm14, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm14, ymm14, [rax - 128]
+    vpmullw      ymm15, ymm14, [rel pw_m10079]
+    vpmulhw      ymm14, ymm14, [rel pw_1441]
     vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm1, ymm2                   ; layer 6
     vpsubw       ymm1, ymm1, ymm2
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 192] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 64
-    vpmullw      ymm2, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm2, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm1, ymm1, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm2, ymm2, ymm7
     vpsubw       ymm1, ymm1, ymm2
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm2, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm2, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm2, ymm2, ymm7
     vpsubw       ymm2, ymm15, ymm2
     vpaddw       ymm15, ymm9, ymm3                   ; layer 6
     vpsubw       ymm3, ymm9, ymm3
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 128
-    vpmullw      ymm9, ymm3, [rax - 96]
-    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm9, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm3, ymm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm9, ymm9, ymm7
     vpsubw       ymm3, ymm3, ymm9
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm9, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm9, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm9, ymm9, ymm7
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm4                  ; layer 6
     vpsubw       ymm4, ymm10, ymm4
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 192
-    vpmullw      ymm10, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm10, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm4, ymm4, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm4, ymm4, ymm10
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm10, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm10, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm5                  ; layer 6
     vpsubw       ymm5, ymm11, ymm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm11, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm11, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm5, ymm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm5, ymm5, ymm11
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm11, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm11, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm11, ymm15, ymm11
     vpaddw       ymm15, ymm12, [rsp]                 ; layer 6
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 320
-    vpmullw      ymm11, ymm12, [rax - 96]
-    vpmulhw      ymm12, ymm12, [rax - 128]
+    vpmullw      ymm11, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm12, ymm12, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm11, ymm12, ymm11
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    vpmullw      ymm12, ymm15, [rax - 128]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm12, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm12, ymm12, ymm7
     vpsubw       ymm12, ymm15, ymm12
     vpaddw       ymm15, ymm13, ymm6                  ; layer 6
     vpsubw       ymm6, ymm13, ymm6
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 384
-    vpmullw      ymm13, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm13, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm6, ymm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm13, ymm13, ymm7
     vpsubw       ymm6, ymm6, ymm13
     vpmullw      ymm13, ymm15, [rel pw_m10079]
@@ -4011,8 +3912,8 @@ kg_mlkem3329_ntt_inverse_avx2:
     vmovdqa      [rsp + 64], ymm13                   ; spill
     vpaddw       ymm13, ymm15, ymm8                  ; layer 6
     vpsubw       ymm8, ymm15, ymm8
-    vpmullw      ymm15, ymm8, [rax - 32]
-    vpmulhw      ymm8, ymm8, [rax - 64]
+    vpmullw      ymm15, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm8, ymm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm8, ymm8, ymm15
     vpmullw      ymm15, ymm13, [rel pw_m10079]
@@ -4057,55 +3958,55 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpblendd     ymm8, ymm13, ymm8, 170
     vpaddw       ymm13, ymm15, ymm0                  ; layer 5
     vpsubw       ymm0, ymm15, ymm0
-    vpmullw      ymm15, ymm0, [rax + 32]
-    vpmulhw      ymm0, ymm0, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 512
+    vpmullw      ymm15, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
     vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm0, ymm0, ymm15
     vpaddw       ymm15, ymm14, ymm1                  ; layer 5
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rax + 96]
-    vpmulhw      ymm1, ymm1, [rax + 64]
+    vpmullw      ymm14, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm1, ymm1, ymm14
     vpaddw       ymm14, ymm2, ymm3                   ; layer 5
     vpsubw       ymm2, ymm2, ymm3
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 640
-    vpmullw      ymm3, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm9, [rsp + 32]              ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 32]
     vmovdqa      [rsp + 32], ymm3                    ; spill
-    vpmullw      ymm3, ymm9, [rax - 32]
-    vpmulhw      ymm9, ymm9, [rax - 64]
+    vpmullw      ymm3, ymm9, [rax + 96]
+    vpmulhw      ymm9, ymm9, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm3, ymm9, ymm3
     vpaddw       ymm9, ymm10, ymm4                   ; layer 5
     vpsubw       ymm4, ymm10, ymm4
-    vpmullw      ymm10, ymm4, [rax + 32]
-    vpmulhw      ymm4, ymm4, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 768
+    vpmullw      ymm10, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm4, ymm4, ymm10
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
     vpaddw       ymm4, ymm10, ymm11                  ; layer 5
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rax + 96]
-    vpmulhw      ymm10, ymm10, [rax + 64]
+    vpmullw      ymm11, ymm10, [rax - 32]
+    vpmulhw      ymm10, ymm10, [rax - 64]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm12, ymm5                  ; layer 5
     vpsubw       ymm5, ymm12, ymm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1024] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 896
-    vpmullw      ymm12, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm12, ymm12, ymm7
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm8, ymm6                   ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmullw      ymm8, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm6, ymm6, ymm8
     vpunpcklqdq  ymm8, ymm13, ymm0
@@ -4129,54 +4030,54 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpunpckhqdq  ymm6, ymm12, ymm6
     vpaddw       ymm12, ymm8, ymm0                   ; layer 4
     vpsubw       ymm0, ymm8, ymm0
-    vpmullw      ymm8, ymm0, [rax + 32]
-    vpmulhw      ymm0, ymm0, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1024
+    vpmullw      ymm8, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
     vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm0, ymm0, ymm8
     vpaddw       ymm8, ymm13, ymm1                   ; layer 4
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rax + 96]
-    vpmulhw      ymm1, ymm1, [rax + 64]
+    vpmullw      ymm13, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm13, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm15, [rsp]                 ; layer 4
     vpsubw       ymm15, ymm15, [rsp]
     vmovdqa      [rsp], ymm13                        ; spill
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1280] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1152
-    vpmullw      ymm13, ymm15, [rax - 96]
-    vpmulhw      ymm15, ymm15, [rax - 128]
+    vpmullw      ymm13, ymm15, [rax + 32]
+    vpmulhw      ymm15, ymm15, [rax]
     vpmulhw      ymm13, ymm13, ymm7
     vpsubw       ymm13, ymm15, ymm13
     vpaddw       ymm15, ymm2, ymm3                   ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm14, [rsp + 64]             ; layer 4
     vpsubw       ymm14, ymm14, [rsp + 64]
     vmovdqa      [rsp + 64], ymm3                    ; spill
-    vpmullw      ymm3, ymm14, [rax + 32]
-    vpmulhw      ymm14, ymm14, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmullw      ymm3, ymm14, [rax - 96]
+    vpmulhw      ymm14, ymm14, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm3, ymm14, ymm3
     vpaddw       ymm14, ymm9, ymm4                   ; layer 4
     vpsubw       ymm4, ymm9, ymm4
-    vpmullw      ymm9, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm9, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm9, ymm9, ymm7
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm10, ymm5                   ; layer 4
     vpsubw       ymm5, ymm10, ymm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1536] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1408
-    vpmullw      ymm10, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm10, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm5, ymm5, ymm10
     vpaddw       ymm10, ymm11, ymm6                  ; layer 4
     vpsubw       ymm6, ymm11, ymm6
-    vpmullw      ymm11, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmullw      ymm11, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm6, ymm6, ymm11
     vperm2i128   ymm11, ymm12, ymm0, 32
@@ -4201,59 +4102,58 @@ kg_mlkem3329_ntt_inverse_avx2:
     vperm2i128   ymm6, ymm10, ymm6, 49
     vpaddw       ymm10, ymm11, ymm0                  ; layer 3
     vpsubw       ymm0, ymm11, ymm0
-    vpmullw      ymm11, ymm0, [rax + 32]
-    vpmulhw      ymm0, ymm0, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1664] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1536
+    vpmullw      ymm11, ymm0, [rax - 96]
+    vpmulhw      ymm0, ymm0, [rax - 128]
     vpmulhw      ymm11, ymm11, ymm7
     vpsubw       ymm0, ymm0, ymm11
     vpaddw       ymm11, ymm12, [rsp + 32]            ; layer 3
     vpsubw       ymm12, ymm12, [rsp + 32]
     vmovdqa      [rsp + 32], ymm0                    ; spill
-    vpmullw      ymm0, ymm12, [rax + 96]
-    vpmulhw      ymm12, ymm12, [rax + 64]
+    vpmullw      ymm0, ymm12, [rax - 32]
+    vpmulhw      ymm12, ymm12, [rax - 64]
     vpmulhw      ymm0, ymm0, ymm7
     vpsubw       ymm0, ymm12, ymm0
     vpaddw       ymm12, ymm8, ymm1                   ; layer 3
     vpsubw       ymm1, ymm1, ymm8
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1792] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1664
-    vpmullw      ymm8, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm8, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm13, [rsp]                  ; layer 3
     vpsubw       ymm13, ymm13, [rsp]
     vmovdqa      [rsp], ymm1                         ; spill
-    vpmullw      ymm1, ymm13, [rax - 32]
-    vpmulhw      ymm13, ymm13, [rax - 64]
+    vpmullw      ymm1, ymm13, [rax + 96]
+    vpmulhw      ymm13, ymm13, [rax + 64]
     vpmulhw      ymm1, ymm1, ymm7
     vpsubw       ymm1, ymm13, ymm1
     vpaddw       ymm13, ymm2, ymm3                   ; layer 3
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rax + 32]
-    vpmulhw      ymm2, ymm2, [rax]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 1920] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1792
+    vpmullw      ymm3, ymm2, [rax - 96]
+    vpmulhw      ymm2, ymm2, [rax - 128]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm15, ymm4                   ; layer 3
     vpsubw       ymm4, ymm15, ymm4
-    vpmullw      ymm15, ymm4, [rax + 96]
-    vpmulhw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm15, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
     vpmulhw      ymm15, ymm15, ymm7
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm14, ymm5                  ; layer 3
     vpsubw       ymm5, ymm14, ymm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2048] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 1920
-    vpmullw      ymm14, ymm5, [rax - 96]
-    vpmulhw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm14, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
     vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm9, ymm6                   ; layer 3
     vpsubw       ymm6, ymm9, ymm6
-    vpmullw      ymm9, ymm6, [rax - 32]
-    vpmulhw      ymm6, ymm6, [rax - 64]
+    vpmullw      ymm9, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm9, ymm9, ymm7
     vpsubw       ymm6, ymm6, ymm9
     vpsraw       ymm9, ymm10, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm10, ymm10, [rax - 128]
+    vpand        ymm10, ymm10, [rel pw_4095]
     vpsubw       ymm10, ymm10, ymm9
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpsllw       ymm5, ymm9, 8
@@ -4275,8 +4175,7 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpmulhw      ymm10, ymm10, ymm7
     vpsubw       ymm0, ymm0, ymm10
     vpsraw       ymm10, ymm12, 12                    ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm12, ymm12, [rax - 128]
+    vpand        ymm12, ymm12, [rel pw_4095]
     vpsubw       ymm12, ymm12, ymm10
     vmovdqa      [rsp + 32], ymm0                    ; spill
     vpsllw       ymm0, ymm10, 8
@@ -4285,21 +4184,19 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm0, ymm10, ymm0
     vpaddw       ymm10, ymm8, ymm0                   ; layer 2
     vpsubw       ymm0, ymm0, ymm8
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2240] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2112
-    vpmullw      ymm8, ymm0, [rax - 96]
-    vpmulhw      ymm0, ymm0, [rax - 128]
+    vpmullw      ymm8, ymm0, [rax - 32]
+    vpmulhw      ymm0, ymm0, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp]                         ; reload
     vpaddw       ymm12, ymm8, ymm1                   ; layer 2
     vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm8, ymm1, [rax - 32]
+    vpmulhw      ymm1, ymm1, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm7
     vpsubw       ymm1, ymm1, ymm8
     vpsraw       ymm8, ymm13, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm13, ymm13, [rax - 128]
+    vpand        ymm13, ymm13, [rel pw_4095]
     vpsubw       ymm13, ymm13, ymm8
     vmovdqa      [rsp], ymm1                         ; spill
     vpsllw       ymm1, ymm8, 8
@@ -4308,20 +4205,18 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm1, ymm8, ymm1
     vpaddw       ymm8, ymm1, ymm3                    ; layer 2
     vpsubw       ymm1, ymm1, ymm3
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2304] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2176
-    vpmullw      ymm3, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm3, ymm3, ymm7
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm2, ymm4                    ; layer 2
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rax - 96]
-    vpmulhw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm4, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm4, ymm4, ymm7
     vpsubw       ymm2, ymm2, ymm4
     vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm13, ymm15, [rax - 128]
+    vpand        ymm13, ymm15, [rel pw_4095]
     vpsubw       ymm13, ymm13, ymm4
     vpsllw       ymm15, ymm4, 8
     vpsubw       ymm13, ymm13, ymm15
@@ -4329,21 +4224,19 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpaddw       ymm4, ymm13, ymm4
     vpaddw       ymm13, ymm14, ymm4                  ; layer 2
     vpsubw       ymm4, ymm4, ymm14
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx2 + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx2 near byte 2240
-    vpmullw      ymm14, ymm4, [rax - 96]
-    vpmulhw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm14, ymm4, [rax + 96]
+    vpmulhw      ymm4, ymm4, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm4, ymm4, ymm14
     vmovdqa      ymm14, [rsp + 64]                   ; reload
     vpaddw       ymm15, ymm14, ymm6                  ; layer 2
     vpsubw       ymm6, ymm14, ymm6
-    vpmullw      ymm14, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm14, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm14, ymm14, ymm7
     vpsubw       ymm6, ymm6, ymm14
     vpsraw       ymm14, ymm9, 12                     ; special: before layer 1
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    vpand        ymm9, ymm9, [rax - 128]
+    vpand        ymm9, ymm9, [rel pw_4095]
     vpsubw       ymm9, ymm9, ymm14
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpsllw       ymm2, ymm14, 8
@@ -4351,7 +4244,7 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpsllw       ymm9, ymm14, 10
     vpaddw       ymm2, ymm9, ymm2
     vpsraw       ymm9, ymm10, 12                     ; special: before layer 1
-    vpand        ymm10, ymm10, [rax - 128]
+    vpand        ymm10, ymm10, [rel pw_4095]
     vpsubw       ymm10, ymm10, ymm9
     vpsllw       ymm14, ymm9, 8
     vpsubw       ymm10, ymm10, ymm14
@@ -4476,131 +4369,46 @@ kg_mlkem3329_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rax]
     vpmulhw      ymm7, ymm11, ymm7
     vpsubw       ymm4, ymm4, ymm7
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm7, ymm6, [rax - 128]             ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm6, [rel pw_20159]          ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm6, ymm6, ymm7
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm7, ymm10, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm7, ymm7, [rax - 128]
+    vpmulhw      ymm7, ymm10, [rel pw_20159]         ; barrett: the output range asked for
+    vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm7, ymm7, [rax - 128]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm10, ymm7
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm10, ymm9, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpmulhw      ymm10, ymm9, [rel pw_20159]         ; barrett: the output range asked for
+    vpaddw       ymm10, ymm10, [rel pw_512]
     vpsraw       ymm10, ymm10, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm10, ymm10, [rel pw_3329]
     vpsubw       ymm9, ymm9, ymm10
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm10, ymm13, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm10, ymm10, [rax - 128]
+    vpmulhw      ymm10, ymm13, [rel pw_20159]        ; barrett: the output range asked for
+    vpaddw       ymm10, ymm10, [rel pw_512]
     vpsraw       ymm10, ymm10, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm10, ymm10, [rax - 128]
+    vpmullw      ymm10, ymm10, [rel pw_3329]
     vpsubw       ymm10, ymm13, ymm10
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm11, ymm15, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm11, ymm11, [rax - 128]
+    vpmulhw      ymm11, ymm15, [rel pw_20159]        ; barrett: the output range asked for
+    vpaddw       ymm11, ymm11, [rel pw_512]
     vpsraw       ymm11, ymm11, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm11, ymm11, [rax - 128]
+    vpmullw      ymm11, ymm11, [rel pw_3329]
     vpsubw       ymm11, ymm15, ymm11
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm2, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpmulhw      ymm13, ymm2, [rel pw_20159]         ; barrett: the output range asked for
+    vpaddw       ymm13, ymm13, [rel pw_512]
     vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm2, ymm2, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm3, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpmulhw      ymm13, ymm3, [rel pw_20159]         ; barrett: the output range asked for
+    vpaddw       ymm13, ymm13, [rel pw_512]
     vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm3, ymm3, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm1, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
+    vpmulhw      ymm13, ymm1, [rel pw_20159]         ; barrett: the output range asked for
+    vpaddw       ymm13, ymm13, [rel pw_512]
     vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
     vpsubw       ymm1, ymm1, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm8, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
-    vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm8, ymm8, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm5, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
-    vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm5, ymm5, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm12, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
-    vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm12, ymm12, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm13, ymm14, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm13, ymm13, [rax - 128]
-    vpsraw       ymm13, ymm13, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm13, ymm13, [rax - 128]
-    vpsubw       ymm13, ymm14, ymm13
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm14, ymm0, [rax - 128]            ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm14, ymm14, [rax - 128]
-    vpsraw       ymm14, ymm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm14, ymm14, [rax - 128]
-    vpsubw       ymm0, ymm0, ymm14
-    vmovdqa      ymm14, [rsp + 64]                   ; reload
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    vpmulhw      ymm15, ymm14, [rax - 128]           ; barrett: the output range asked for
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    vpaddw       ymm15, ymm15, [rax - 128]
-    vpsraw       ymm15, ymm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    vpmullw      ymm15, ymm15, [rax - 128]
-    vpsubw       ymm14, ymm14, ymm15
-    vmovdqa      ymm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm15, [rel pw_20159]        ; barrett: the output range asked for
-    vpaddw       ymm14, ymm14, [rel pw_512]
-    vpsraw       ymm14, ymm14, 10
-    vpmullw      ymm14, ymm14, [rax - 128]
-    vpsubw       ymm14, ymm15, ymm14
-    vpmulhw      ymm15, ymm4, [rel pw_20159]         ; barrett: the output range asked for
-    vpaddw       ymm15, ymm15, [rel pw_512]
-    vpsraw       ymm15, ymm15, 10
-    vpmullw      ymm15, ymm15, [rax - 128]
-    vpsubw       ymm4, ymm4, ymm15
     vmovdqu      [rdi], ymm6
     vmovdqu      [rdi + 32], ymm7
     vmovdqu      [rdi + 64], ymm9
@@ -4612,11 +4420,12 @@ kg_mlkem3329_ntt_inverse_avx2:
     vmovdqu      [rdi + 256], ymm8
     vmovdqu      [rdi + 288], ymm5
     vmovdqu      [rdi + 320], ymm12
-    vmovdqu      [rdi + 352], ymm13
+    vmovdqu      [rdi + 352], ymm14
     vmovdqu      [rdi + 384], ymm0
     vmovdqa      ymm0, [rsp + 64]                    ; reload
     vmovdqu      [rdi + 416], ymm0
-    vmovdqu      [rdi + 448], ymm14
+    vmovdqa      ymm0, [rsp]                         ; reload
+    vmovdqu      [rdi + 448], ymm0
     vmovdqu      [rdi + 480], ymm4
     mov rsp, rbp
     pop rbp
@@ -4920,12 +4729,12 @@ kg_mlkem3329_reduce_special_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_freeze_avx2: a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+; kg_mlkem3329_freeze_avx2: a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_avx2.end - kg_mlkem3329_freeze_avx2)
 align 32
@@ -4933,166 +4742,133 @@ kg_mlkem3329_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm2, [rel pw_3329]                 ; held in a register: read 32 times
     vmovdqu      ymm3, [rel pw_20159]                ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_512]                  ; held in a register: read 16 times
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpmulhw      ymm1, ymm0, ymm3                    ; freeze
-    vpaddw       ymm1, ymm1, ymm4
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -5480,7 +5256,7 @@ kg_mlkem3329_muladd_shoup_avx2:
 ;   requires: every a[i] in [-3328, 3328]
 ;   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
-;   cpu: SSE2 (check CPUID before calling)
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -5495,8 +5271,7 @@ kg_mlkem3329_ntt_forward_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 160
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
@@ -6025,8 +5800,7 @@ kg_mlkem3329_ntt_forward_sse:
     pmulhw       xmm5, [rax - 128]
     pmulhw       xmm13, [rax - 112]
     movdqa       [rsp + 128], xmm12                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3329]                ; reload
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm5, xmm1
@@ -6038,12 +5812,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm6, xmm5
     psubw        xmm9, xmm13
     movdqa       xmm5, xmm4
-    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 960] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 832
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm13, xmm15
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm4, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm4, xmm5
@@ -6057,11 +5830,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm4
     psubw        xmm13, xmm15
     movdqa       xmm4, xmm11
-    pmullw       xmm4, [rax - 32]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rax - 16]
-    pmulhw       xmm11, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm4, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm11, xmm4
@@ -6075,11 +5848,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm11
     psubw        xmm14, xmm7
     movdqa       xmm7, xmm10
-    pmullw       xmm7, [rax + 32]
+    pmullw       xmm7, [rax + 96]
     movdqa       xmm11, xmm0
-    pmullw       xmm11, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm0, [rax + 16]
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm10, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
     pmulhw       xmm7, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm7
@@ -6120,14 +5893,14 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm7, xmm8
     punpckhwd    xmm12, xmm11
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rax + 96]
+    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1152] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1024
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm11, xmm2
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm1, [rax + 64]
-    pmulhw       xmm2, [rax + 80]
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
     movdqa       [rsp + 32], xmm14                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_3329]                ; reload
     pmulhw       xmm8, xmm14
     pmulhw       xmm11, xmm14
     psubw        xmm1, xmm8
@@ -6139,12 +5912,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm1
     psubw        xmm10, xmm2
     movdqa       xmm1, xmm6
-    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1216] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1088
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm5
-    pmullw       xmm2, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm6, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     pmulhw       xmm1, xmm14
     pmulhw       xmm2, xmm14
     psubw        xmm6, xmm1
@@ -6158,11 +5930,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm1, xmm6
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rax - 32]
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm6, xmm15
-    pmullw       xmm6, [rax - 16]
-    pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm15, [rax - 48]
+    pmullw       xmm6, [rax + 48]
+    pmulhw       xmm3, [rax]
+    pmulhw       xmm15, [rax + 16]
     pmulhw       xmm5, xmm14
     pmulhw       xmm6, xmm14
     psubw        xmm3, xmm5
@@ -6176,11 +5948,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm3
     psubw        xmm13, xmm15
     movdqa       xmm3, xmm7
-    pmullw       xmm3, [rax + 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm15, xmm12
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm12, [rax + 16]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm12, [rax + 80]
     pmulhw       xmm3, xmm14
     pmulhw       xmm15, xmm14
     psubw        xmm7, xmm3
@@ -6249,13 +6021,9 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm5, xmm3
     punpckhwd    xmm13, xmm14
     movdqa       xmm3, xmm4                          ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm3, [rel pw_20159]
     movdqa       xmm14, xmm7
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm3, 10
     psraw        xmm14, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
@@ -6264,178 +6032,127 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm4, xmm3
     psubw        xmm7, xmm14
     movdqa       xmm3, xmm4
-    psraw        xmm3, 15
+    psubw        xmm3, [rax - 128]
     movdqa       xmm14, xmm7
-    psraw        xmm14, 15
-    pand         xmm3, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm4, xmm3
-    paddw        xmm7, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm4, xmm3
+    pminuw       xmm7, xmm14
     movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm3, [rel pw_20159]
     movdqa       xmm14, xmm12
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm3, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm3, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm15, xmm3
     psubw        xmm12, xmm14
     movdqa       xmm3, xmm15
-    psraw        xmm3, 15
+    psubw        xmm3, [rax - 128]
     movdqa       xmm14, xmm12
-    psraw        xmm14, 15
-    pand         xmm3, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm15, xmm3
-    paddw        xmm12, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm15, xmm3
+    pminuw       xmm12, xmm14
     movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm14, xmm3                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm8
-    pmulhw       xmm12, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    pmulhw       xmm12, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm12, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm12, [rax - 112]
     psubw        xmm3, xmm14
     psubw        xmm8, xmm12
     movdqa       xmm12, xmm3
-    psraw        xmm12, 15
+    psubw        xmm12, [rax - 128]
     movdqa       xmm14, xmm8
-    psraw        xmm14, 15
-    pand         xmm12, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm3, xmm12
-    paddw        xmm8, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm3, xmm12
+    pminuw       xmm8, xmm14
     movdqa       xmm12, xmm11                        ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm12, [rel pw_20159]
     movdqa       xmm14, xmm10
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm12, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm12, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm11, xmm12
     psubw        xmm10, xmm14
     movdqa       xmm12, xmm11
-    psraw        xmm12, 15
+    psubw        xmm12, [rax - 128]
     movdqa       xmm14, xmm10
-    psraw        xmm14, 15
-    pand         xmm12, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm11, xmm12
-    paddw        xmm10, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm11, xmm12
+    pminuw       xmm10, xmm14
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12                        ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm0
-    pmulhw       xmm10, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm10, [rax - 112]
+    pmulhw       xmm10, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm10, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm10, [rax - 112]
     psubw        xmm12, xmm14
     psubw        xmm0, xmm10
     movdqa       xmm10, xmm12
-    psraw        xmm10, 15
+    psubw        xmm10, [rax - 128]
     movdqa       xmm14, xmm0
-    psraw        xmm14, 15
-    pand         xmm10, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm12, xmm10
-    paddw        xmm0, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm12, xmm10
+    pminuw       xmm0, xmm14
     movdqa       xmm10, xmm2                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm10, [rel pw_20159]
     movdqa       xmm14, xmm9
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm10, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm2, xmm10
     psubw        xmm9, xmm14
     movdqa       xmm10, xmm2
-    psraw        xmm10, 15
+    psubw        xmm10, [rax - 128]
     movdqa       xmm14, xmm9
-    psraw        xmm14, 15
-    pand         xmm10, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm2, xmm10
-    paddw        xmm9, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm2, xmm10
+    pminuw       xmm9, xmm14
     movdqa       xmm10, xmm1                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm10, [rel pw_20159]
     movdqa       xmm14, xmm5
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm10, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm1, xmm10
     psubw        xmm5, xmm14
     movdqa       xmm10, xmm1
-    psraw        xmm10, 15
+    psubw        xmm10, [rax - 128]
     movdqa       xmm14, xmm5
-    psraw        xmm14, 15
-    pand         xmm10, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm1, xmm10
-    paddw        xmm5, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm1, xmm10
+    pminuw       xmm5, xmm14
     movdqa       xmm10, xmm6                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm10, [rel pw_20159]
     movdqa       xmm14, xmm13
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm10, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm10, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm6, xmm10
     psubw        xmm13, xmm14
     movdqa       xmm10, xmm6
-    psraw        xmm10, 15
+    psubw        xmm10, [rax - 128]
     movdqa       xmm14, xmm13
-    psraw        xmm14, 15
-    pand         xmm10, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm6, xmm10
-    paddw        xmm13, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm6, xmm10
+    pminuw       xmm13, xmm14
     movdqu       [rdi], xmm4
     movdqu       [rdi + 16], xmm7
     movdqu       [rdi + 32], xmm15
@@ -6480,8 +6197,7 @@ kg_mlkem3329_ntt_forward_sse:
     pmulhw       xmm8, [rax - 128]
     pmulhw       xmm9, [rax - 112]
     movdqa       [rsp + 32], xmm15                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_3329]                ; reload
     pmulhw       xmm7, xmm15
     pmulhw       xmm6, xmm15
     psubw        xmm8, xmm7
@@ -6493,7 +6209,6 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
     movdqa       xmm8, xmm10
-    lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_sse + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_sse near byte 1280
     pmullw       xmm8, [rax - 96]
     movdqa       xmm9, xmm11
     pmullw       xmm9, [rax - 80]
@@ -6792,8 +6507,7 @@ kg_mlkem3329_ntt_forward_sse:
     pmulhw       xmm4, [rax + 64]
     pmulhw       xmm12, [rax + 80]
     movdqa       [rsp + 96], xmm11                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; reload
+    movdqu       xmm11, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm4, xmm0
@@ -6893,8 +6607,7 @@ kg_mlkem3329_ntt_forward_sse:
     pmulhw       xmm0, [rax + 64]
     pmulhw       xmm1, [rax + 80]
     movdqa       [rsp], xmm13                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_3329]                ; reload
     pmulhw       xmm7, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm0, xmm7
@@ -7016,13 +6729,9 @@ kg_mlkem3329_ntt_forward_sse:
     punpckhwd    xmm4, xmm2
     punpckhwd    xmm12, xmm14
     movdqa       xmm2, xmm3                          ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm14, xmm6
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm2, 10
     psraw        xmm14, 10
     lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
@@ -7031,161 +6740,115 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm3, xmm2
     psubw        xmm6, xmm14
     movdqa       xmm2, xmm3
-    psraw        xmm2, 15
+    psubw        xmm2, [rax - 128]
     movdqa       xmm14, xmm6
-    psraw        xmm14, 15
-    pand         xmm2, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm3, xmm2
-    paddw        xmm6, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm3, xmm2
+    pminuw       xmm6, xmm14
     movdqa       xmm2, xmm13                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm14, xmm11
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm2, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm2, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm13, xmm2
     psubw        xmm11, xmm14
     movdqa       xmm2, xmm13
-    psraw        xmm2, 15
+    psubw        xmm2, [rax - 128]
     movdqa       xmm14, xmm11
-    psraw        xmm14, 15
-    pand         xmm2, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm13, xmm2
-    paddw        xmm11, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm13, xmm2
+    pminuw       xmm11, xmm14
     movdqa       xmm2, [rsp + 96]                    ; reload
     movdqa       xmm14, xmm2                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm7
-    pmulhw       xmm11, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    pmulhw       xmm11, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm11, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm11, [rax - 112]
     psubw        xmm2, xmm14
     psubw        xmm7, xmm11
     movdqa       xmm11, xmm2
-    psraw        xmm11, 15
+    psubw        xmm11, [rax - 128]
     movdqa       xmm14, xmm7
-    psraw        xmm14, 15
-    pand         xmm11, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm2, xmm11
-    paddw        xmm7, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm2, xmm11
+    pminuw       xmm7, xmm14
     movdqa       xmm11, xmm10                        ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm11, [rel pw_20159]
     movdqa       xmm14, xmm15
-    pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    pmulhw       xmm14, [rel pw_20159 + 16]
     psraw        xmm11, 10
     psraw        xmm14, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm11, [rax - 128]
     pmullw       xmm14, [rax - 112]
     psubw        xmm10, xmm11
     psubw        xmm15, xmm14
     movdqa       xmm11, xmm10
-    psraw        xmm11, 15
+    psubw        xmm11, [rax - 128]
     movdqa       xmm14, xmm15
-    psraw        xmm14, 15
-    pand         xmm11, [rax - 128]
-    pand         xmm14, [rax - 112]
-    paddw        xmm10, xmm11
-    paddw        xmm15, xmm14
+    psubw        xmm14, [rax - 112]
+    pminuw       xmm10, xmm11
+    pminuw       xmm15, xmm14
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm14, xmm11                        ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm1
-    pmulhw       xmm15, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    pmulhw       xmm15, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm15, [rax - 112]
     psubw        xmm11, xmm14
     psubw        xmm1, xmm15
     movdqa       xmm14, xmm11
-    psraw        xmm14, 15
+    psubw        xmm14, [rax - 128]
     movdqa       xmm15, xmm1
-    psraw        xmm15, 15
-    pand         xmm14, [rax - 128]
-    pand         xmm15, [rax - 112]
-    paddw        xmm11, xmm14
-    paddw        xmm1, xmm15
+    psubw        xmm15, [rax - 112]
+    pminuw       xmm11, xmm14
+    pminuw       xmm1, xmm15
     movdqa       xmm14, xmm9                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       xmm15, xmm8
-    pmulhw       xmm15, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    pmulhw       xmm15, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm15, [rax - 112]
     psubw        xmm9, xmm14
     psubw        xmm8, xmm15
     movdqa       xmm14, xmm9
-    psraw        xmm14, 15
+    psubw        xmm14, [rax - 128]
     movdqa       xmm15, xmm8
-    psraw        xmm15, 15
-    pand         xmm14, [rax - 128]
-    pand         xmm15, [rax - 112]
-    paddw        xmm9, xmm14
-    paddw        xmm8, xmm15
+    psubw        xmm15, [rax - 112]
+    pminuw       xmm9, xmm14
+    pminuw       xmm8, xmm15
     movdqa       xmm14, xmm0                         ; freeze: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm14, [rel pw_20159]
     movdqa       xmm15, xmm4
-    pmulhw       xmm15, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    pmulhw       xmm15, [rel pw_20159 + 16]
     psraw        xmm14, 10
     psraw        xmm15, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
     pmullw       xmm14, [rax - 128]
     pmullw       xmm15, [rax - 112]
     psubw        xmm0, xmm14
     psubw        xmm4, xmm15
     movdqa       xmm14, xmm0
-    psraw        xmm14, 15
+    psubw        xmm14, [rax - 128]
     movdqa       xmm15, xmm4
-    psraw        xmm15, 15
-    pand         xmm14, [rax - 128]
-    pand         xmm15, [rax - 112]
-    paddw        xmm0, xmm14
-    paddw        xmm4, xmm15
+    psubw        xmm15, [rax - 112]
+    pminuw       xmm0, xmm14
+    pminuw       xmm4, xmm15
     movdqa       xmm14, xmm5                         ; freeze: the output range asked for
     pmulhw       xmm14, [rel pw_20159]
     movdqa       xmm15, xmm12
     pmulhw       xmm15, [rel pw_20159 + 16]
-    paddw        xmm14, [rel pw_512]
-    paddw        xmm15, [rel pw_512 + 16]
     psraw        xmm14, 10
     psraw        xmm15, 10
     pmullw       xmm14, [rax - 128]
@@ -7193,13 +6856,11 @@ kg_mlkem3329_ntt_forward_sse:
     psubw        xmm5, xmm14
     psubw        xmm12, xmm15
     movdqa       xmm14, xmm5
-    psraw        xmm14, 15
+    psubw        xmm14, [rax - 128]
     movdqa       xmm15, xmm12
-    psraw        xmm15, 15
-    pand         xmm14, [rax - 128]
-    pand         xmm15, [rax - 112]
-    paddw        xmm5, xmm14
-    paddw        xmm12, xmm15
+    psubw        xmm15, [rax - 112]
+    pminuw       xmm5, xmm14
+    pminuw       xmm12, xmm15
     movdqu       [rdi + 256], xmm3
     movdqu       [rdi + 272], xmm6
     movdqu       [rdi + 288], xmm13
@@ -13151,7 +12812,7 @@ kg_mlkem3329_basemul_acc4_sse:
 ; kg_mlkem3329_ntt_inverse_sse: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+;   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, flags
@@ -13170,8 +12831,7 @@ kg_mlkem3329_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -13285,20 +12945,17 @@ kg_mlkem3329_ntt_inverse_sse:
     pmullw       xmm10, [rax - 80]
     pmulhw       xmm15, [rax - 128]
     pmulhw       xmm14, [rax - 112]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm15, xmm0
     psubw        xmm14, xmm10
     movdqa       xmm0, xmm9
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m10079]
     movdqa       xmm10, xmm11
-    pmullw       xmm10, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm10, [rel pw_m10079 + 16]
+    pmulhw       xmm9, [rel pw_1441]
+    pmulhw       xmm11, [rel pw_1441 + 16]
     pmulhw       xmm0, xmm13
     pmulhw       xmm10, xmm13
     psubw        xmm9, xmm0
@@ -13310,24 +12967,21 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm12
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 192] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 64
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm12, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm4, [rax - 16]
+    pmulhw       xmm12, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm13
     pmulhw       xmm4, xmm13
     psubw        xmm12, xmm2
     psubw        xmm1, xmm4
     movdqa       xmm2, xmm0
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm2, [rax - 128]
+    pmullw       xmm2, [rel pw_m10079]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm4, [rel pw_m10079 + 16]
+    pmulhw       xmm0, [rel pw_1441]
+    pmulhw       xmm10, [rel pw_1441 + 16]
     pmulhw       xmm2, xmm13
     pmulhw       xmm4, xmm13
     psubw        xmm0, xmm2
@@ -13341,25 +12995,22 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm6
     psubw        xmm4, [rsp + 32]
     movdqa       xmm6, xmm7
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 256] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 128
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax + 32]
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm4
-    pmullw       xmm0, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm0, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm4, [rax + 16]
     pmulhw       xmm6, xmm13
     pmulhw       xmm0, xmm13
     psubw        xmm7, xmm6
     psubw        xmm4, xmm0
     movdqa       xmm0, xmm2
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm0, [rax - 128]
+    pmullw       xmm0, [rel pw_m10079]
     movdqa       xmm6, xmm10
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm6, [rel pw_m10079 + 16]
+    pmulhw       xmm2, [rel pw_1441]
+    pmulhw       xmm10, [rel pw_1441 + 16]
     pmulhw       xmm0, xmm13
     pmulhw       xmm6, xmm13
     psubw        xmm2, xmm0
@@ -13373,24 +13024,21 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm8
     psubw        xmm3, xmm5
     movdqa       xmm5, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 320] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 192
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax + 96]
     movdqa       xmm8, xmm3
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm8, [rax + 112]
+    pmulhw       xmm0, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm13
     pmulhw       xmm8, xmm13
     psubw        xmm0, xmm5
     psubw        xmm3, xmm8
     movdqa       xmm5, xmm6
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm5, [rax - 128]
+    pmullw       xmm5, [rel pw_m10079]
     movdqa       xmm8, xmm10
-    pmullw       xmm8, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm8, [rel pw_m10079 + 16]
+    pmulhw       xmm6, [rel pw_1441]
+    pmulhw       xmm10, [rel pw_1441 + 16]
     pmulhw       xmm5, xmm13
     pmulhw       xmm8, xmm13
     psubw        xmm6, xmm5
@@ -13463,8 +13111,7 @@ kg_mlkem3329_ntt_inverse_sse:
     pmulhw       xmm13, [rax - 128]
     pmulhw       xmm5, [rax - 112]
     movdqa       [rsp + 160], xmm3                   ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm3, [rax - 128]                   ; reload
+    movdqu       xmm3, [rel pw_3329]                 ; reload
     pmulhw       xmm7, xmm3
     pmulhw       xmm9, xmm3
     psubw        xmm13, xmm7
@@ -13478,12 +13125,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm15
     psubw        xmm11, xmm8
     movdqa       xmm8, xmm7
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 448] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 320
-    pmullw       xmm8, [rax - 96]
+    pmullw       xmm8, [rax - 32]
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
     pmulhw       xmm8, xmm3
     pmulhw       xmm15, xmm3
     psubw        xmm7, xmm8
@@ -13497,11 +13143,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm8, xmm2
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rax - 32]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm2, xmm14
-    pmullw       xmm2, [rax - 16]
-    pmulhw       xmm8, [rax - 64]
-    pmulhw       xmm14, [rax - 48]
+    pmullw       xmm2, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm14, [rax + 16]
     pmulhw       xmm1, xmm3
     pmulhw       xmm2, xmm3
     psubw        xmm8, xmm1
@@ -13513,11 +13159,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm4, xmm10
     movdqa       xmm6, xmm12
-    pmullw       xmm6, [rax + 32]
+    pmullw       xmm6, [rax + 96]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax + 48]
-    pmulhw       xmm12, [rax]
-    pmulhw       xmm4, [rax + 16]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm12, [rax + 64]
+    pmulhw       xmm4, [rax + 80]
     pmulhw       xmm6, xmm3
     pmulhw       xmm10, xmm3
     psubw        xmm12, xmm6
@@ -13558,14 +13204,14 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm0
     psubw        xmm3, xmm10
     movdqa       xmm0, xmm6
-    pmullw       xmm0, [rax + 96]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 640] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 512
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm10, xmm3
-    pmullw       xmm10, [rax + 112]
-    pmulhw       xmm6, [rax + 64]
-    pmulhw       xmm3, [rax + 80]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     movdqa       [rsp], xmm12                        ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm12, [rax - 128]                  ; reload
+    movdqu       xmm12, [rel pw_3329]                ; reload
     pmulhw       xmm0, xmm12
     pmulhw       xmm10, xmm12
     psubw        xmm6, xmm0
@@ -13579,12 +13225,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm13, xmm9
     movdqa       xmm5, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 704] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 576
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm5, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm0, xmm5
@@ -13598,11 +13243,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm11, xmm15
     movdqa       xmm7, xmm5
-    pmullw       xmm7, [rax - 32]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm15, xmm11
-    pmullw       xmm15, [rax - 16]
-    pmulhw       xmm5, [rax - 64]
-    pmulhw       xmm11, [rax - 48]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm11, [rax + 16]
     pmulhw       xmm7, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm5, xmm7
@@ -13614,11 +13259,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm8, xmm1
     psubw        xmm14, xmm2
     movdqa       xmm1, xmm8
-    pmullw       xmm1, [rax + 32]
+    pmullw       xmm1, [rax + 96]
     movdqa       xmm2, xmm14
-    pmullw       xmm2, [rax + 48]
-    pmulhw       xmm8, [rax]
-    pmulhw       xmm14, [rax + 16]
+    pmullw       xmm2, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm1, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm8, xmm1
@@ -13630,12 +13275,13 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, [rsp]
     psubw        xmm6, xmm3
     movdqa       xmm3, xmm4
-    pmullw       xmm3, [rax + 96]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 896] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 768
+    pmullw       xmm3, [rax - 96]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm6
-    pmullw       xmm2, [rax + 112]
-    pmulhw       xmm4, [rax + 64]
-    pmulhw       xmm6, [rax + 80]
+    pmullw       xmm2, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm3, xmm12
     pmulhw       xmm2, xmm12
     psubw        xmm4, xmm3
@@ -13649,12 +13295,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm2, xmm10
     psubw        xmm0, xmm13
     movdqa       xmm10, xmm2
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 960] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 832
-    pmullw       xmm10, [rax - 96]
+    pmullw       xmm10, [rax - 32]
     movdqa       xmm13, xmm0
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm0, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm2, [rax - 64]
+    pmulhw       xmm0, [rax - 48]
     pmulhw       xmm10, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm2, xmm10
@@ -13668,11 +13313,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm10, xmm9
     psubw        xmm5, xmm11
     movdqa       xmm9, xmm10
-    pmullw       xmm9, [rax - 32]
+    pmullw       xmm9, [rax + 32]
     movdqa       xmm11, xmm5
-    pmullw       xmm11, [rax - 16]
-    pmulhw       xmm10, [rax - 64]
-    pmulhw       xmm5, [rax - 48]
+    pmullw       xmm11, [rax + 48]
+    pmulhw       xmm10, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm9, xmm12
     pmulhw       xmm11, xmm12
     psubw        xmm10, xmm9
@@ -13684,11 +13329,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm15
     psubw        xmm8, xmm14
     movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax + 32]
+    pmullw       xmm14, [rax + 96]
     movdqa       xmm15, xmm8
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm8, [rax + 16]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm8, [rax + 80]
     pmulhw       xmm14, xmm12
     pmulhw       xmm15, xmm12
     psubw        xmm7, xmm14
@@ -13699,9 +13344,8 @@ kg_mlkem3329_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm15
     psraw        xmm8, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm1, [rax - 128]
-    pand         xmm15, [rax - 112]
+    pand         xmm1, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
     psubw        xmm1, xmm14
     psubw        xmm15, xmm8
     movdqa       [rsp], xmm5                         ; spill
@@ -13755,9 +13399,8 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm2, 12
     movdqa       xmm14, xmm13
     psraw        xmm14, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm0, [rax - 128]
-    pand         xmm13, [rax - 112]
+    pand         xmm0, [rel pw_4095]
+    pand         xmm13, [rel pw_4095 + 16]
     psubw        xmm0, xmm2
     psubw        xmm13, xmm14
     movdqa       [rsp + 96], xmm6                    ; spill
@@ -13779,12 +13422,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm9
     psubw        xmm13, xmm11
     movdqa       xmm6, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1216] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1088
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm9, xmm13
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm13, [rax - 48]
     pmulhw       xmm6, xmm12
     pmulhw       xmm9, xmm12
     psubw        xmm0, xmm6
@@ -13797,12 +13439,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm10, [rsp + 32]
     psubw        xmm9, [rsp + 160]
     movdqa       xmm14, xmm10
-    pmullw       xmm14, [rax - 96]
+    pmullw       xmm14, [rax - 32]
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm9
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm9, [rax - 112]
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm10, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm14, xmm12
     pmulhw       xmm13, xmm12
     psubw        xmm10, xmm14
@@ -14047,20 +13689,17 @@ kg_mlkem3329_ntt_inverse_sse:
     pmullw       xmm12, [rax - 16]
     pmulhw       xmm15, [rax - 64]
     pmulhw       xmm14, [rax - 48]
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_3329]                ; reload
     pmulhw       xmm9, xmm13
     pmulhw       xmm12, xmm13
     psubw        xmm15, xmm9
     psubw        xmm14, xmm12
     movdqa       xmm9, xmm8
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm9, [rax - 128]
+    pmullw       xmm9, [rel pw_m10079]
     movdqa       xmm12, xmm10
-    pmullw       xmm12, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm12, [rel pw_m10079 + 16]
+    pmulhw       xmm8, [rel pw_1441]
+    pmulhw       xmm10, [rel pw_1441 + 16]
     pmulhw       xmm9, xmm13
     pmulhw       xmm12, xmm13
     psubw        xmm8, xmm9
@@ -14072,24 +13711,21 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm11, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm11
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1408] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1280
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm3, xmm0
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm0, [rax - 112]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm0, [rax + 16]
     pmulhw       xmm1, xmm13
     pmulhw       xmm3, xmm13
     psubw        xmm11, xmm1
     psubw        xmm0, xmm3
     movdqa       xmm1, xmm9
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm1, [rax - 128]
+    pmullw       xmm1, [rel pw_m10079]
     movdqa       xmm3, xmm12
-    pmullw       xmm3, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm3, [rel pw_m10079 + 16]
+    pmulhw       xmm9, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
     pmulhw       xmm1, xmm13
     pmulhw       xmm3, xmm13
     psubw        xmm9, xmm1
@@ -14103,25 +13739,22 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm5
     psubw        xmm3, [rsp]
     movdqa       xmm5, xmm6
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1472] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1344
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax + 96]
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm9, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm3, [rax + 80]
     pmulhw       xmm5, xmm13
     pmulhw       xmm9, xmm13
     psubw        xmm6, xmm5
     psubw        xmm3, xmm9
     movdqa       xmm5, xmm1
-    lea          rax, [rel pw_m10079 + 128]          ; addresses pw_m10079 near byte 0
-    pmullw       xmm5, [rax - 128]
+    pmullw       xmm5, [rel pw_m10079]
     movdqa       xmm9, xmm12
-    pmullw       xmm9, [rax - 112]
-    lea          rax, [rel pw_1441 + 128]            ; addresses pw_1441 near byte 0
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
+    pmullw       xmm9, [rel pw_m10079 + 16]
+    pmulhw       xmm1, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
     pmulhw       xmm5, xmm13
     pmulhw       xmm9, xmm13
     psubw        xmm1, xmm5
@@ -14222,8 +13855,7 @@ kg_mlkem3329_ntt_inverse_sse:
     pmulhw       xmm13, [rax - 64]
     pmulhw       xmm4, [rax - 48]
     movdqa       [rsp + 64], xmm5                    ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm5, [rax - 128]                   ; reload
+    movdqu       xmm5, [rel pw_3329]                 ; reload
     pmulhw       xmm6, xmm5
     pmulhw       xmm8, xmm5
     psubw        xmm13, xmm6
@@ -14237,12 +13869,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm10, xmm7
     movdqa       xmm7, xmm6
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1664] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1536
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm15, xmm10
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm10, [rax + 16]
     pmulhw       xmm7, xmm5
     pmulhw       xmm15, xmm5
     psubw        xmm6, xmm7
@@ -14256,11 +13887,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm1
     psubw        xmm14, xmm0
     movdqa       xmm0, xmm7
-    pmullw       xmm0, [rax - 32]
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rax - 16]
-    pmulhw       xmm7, [rax - 64]
-    pmulhw       xmm14, [rax - 48]
+    pmullw       xmm1, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm14, [rax + 80]
     pmulhw       xmm0, xmm5
     pmulhw       xmm1, xmm5
     psubw        xmm7, xmm0
@@ -14272,11 +13903,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm11, xmm9
     psubw        xmm3, xmm12
     movdqa       xmm9, xmm11
-    pmullw       xmm9, [rax + 32]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1792] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1664
+    pmullw       xmm9, [rax - 96]
     movdqa       xmm12, xmm3
-    pmullw       xmm12, [rax + 48]
-    pmulhw       xmm11, [rax]
-    pmulhw       xmm3, [rax + 16]
+    pmullw       xmm12, [rax - 80]
+    pmulhw       xmm11, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm9, xmm5
     pmulhw       xmm12, xmm5
     psubw        xmm11, xmm9
@@ -14317,14 +13949,13 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm9, xmm2
     psubw        xmm5, xmm12
     movdqa       xmm2, xmm9
-    pmullw       xmm2, [rax + 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax + 112]
-    pmulhw       xmm9, [rax + 64]
-    pmulhw       xmm5, [rax + 80]
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm9, [rax - 64]
+    pmulhw       xmm5, [rax - 48]
     movdqa       [rsp + 160], xmm11                  ; spill
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; reload
+    movdqu       xmm11, [rel pw_3329]                ; reload
     pmulhw       xmm2, xmm11
     pmulhw       xmm12, xmm11
     psubw        xmm9, xmm2
@@ -14338,12 +13969,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm2, xmm4
     psubw        xmm13, xmm8
     movdqa       xmm4, xmm2
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 1920] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1792
-    pmullw       xmm4, [rax - 96]
+    pmullw       xmm4, [rax + 32]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm2, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm4, xmm11
     pmulhw       xmm8, xmm11
     psubw        xmm2, xmm4
@@ -14357,11 +13987,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm4, xmm6
     psubw        xmm10, xmm15
     movdqa       xmm6, xmm4
-    pmullw       xmm6, [rax - 32]
+    pmullw       xmm6, [rax + 96]
     movdqa       xmm15, xmm10
-    pmullw       xmm15, [rax - 16]
-    pmulhw       xmm4, [rax - 64]
-    pmulhw       xmm10, [rax - 48]
+    pmullw       xmm15, [rax + 112]
+    pmulhw       xmm4, [rax + 64]
+    pmulhw       xmm10, [rax + 80]
     pmulhw       xmm6, xmm11
     pmulhw       xmm15, xmm11
     psubw        xmm4, xmm6
@@ -14373,11 +14003,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm7, xmm0
     psubw        xmm14, xmm1
     movdqa       xmm0, xmm7
-    pmullw       xmm0, [rax + 32]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2048] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 1920
+    pmullw       xmm0, [rax - 96]
     movdqa       xmm1, xmm14
-    pmullw       xmm1, [rax + 48]
-    pmulhw       xmm7, [rax]
-    pmulhw       xmm14, [rax + 16]
+    pmullw       xmm1, [rax - 80]
+    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm14, [rax - 112]
     pmulhw       xmm0, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm7, xmm0
@@ -14389,12 +14020,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm3, [rsp + 160]
     psubw        xmm9, xmm5
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rax + 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, xmm9
-    pmullw       xmm1, [rax + 112]
-    pmulhw       xmm3, [rax + 64]
-    pmulhw       xmm9, [rax + 80]
+    pmullw       xmm1, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm9, [rax - 48]
     pmulhw       xmm5, xmm11
     pmulhw       xmm1, xmm11
     psubw        xmm3, xmm5
@@ -14408,12 +14039,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm12
     psubw        xmm2, xmm13
     movdqa       xmm12, xmm1
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2048
-    pmullw       xmm12, [rax - 96]
+    pmullw       xmm12, [rax + 32]
     movdqa       xmm13, xmm2
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm2, [rax + 16]
     pmulhw       xmm12, xmm11
     pmulhw       xmm13, xmm11
     psubw        xmm1, xmm12
@@ -14427,11 +14057,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, xmm8
     psubw        xmm4, xmm10
     movdqa       xmm8, xmm12
-    pmullw       xmm8, [rax - 32]
+    pmullw       xmm8, [rax + 96]
     movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax - 16]
-    pmulhw       xmm12, [rax - 64]
-    pmulhw       xmm4, [rax - 48]
+    pmullw       xmm10, [rax + 112]
+    pmulhw       xmm12, [rax + 64]
+    pmulhw       xmm4, [rax + 80]
     pmulhw       xmm8, xmm11
     pmulhw       xmm10, xmm11
     psubw        xmm12, xmm8
@@ -14443,11 +14073,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm6, xmm15
     psubw        xmm7, xmm14
     movdqa       xmm14, xmm6
-    pmullw       xmm14, [rax + 32]
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2304] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2176
+    pmullw       xmm14, [rax - 96]
     movdqa       xmm15, xmm7
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm6, [rax]
-    pmulhw       xmm7, [rax + 16]
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm7, [rax - 112]
     pmulhw       xmm14, xmm11
     pmulhw       xmm15, xmm11
     psubw        xmm6, xmm14
@@ -14458,9 +14089,8 @@ kg_mlkem3329_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm15
     psraw        xmm7, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm0, [rax - 128]
-    pand         xmm15, [rax - 112]
+    pand         xmm0, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
     psubw        xmm0, xmm14
     psubw        xmm15, xmm7
     movdqa       [rsp + 160], xmm4                   ; spill
@@ -14482,12 +14112,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm5
     psubw        xmm15, xmm9
     movdqa       xmm5, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2368] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2240
-    pmullw       xmm5, [rax - 96]
+    pmullw       xmm5, [rax - 32]
     movdqa       xmm7, xmm15
-    pmullw       xmm7, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
+    pmullw       xmm7, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
     pmulhw       xmm5, xmm11
     pmulhw       xmm7, xmm11
     psubw        xmm0, xmm5
@@ -14500,11 +14129,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm3, xmm1
     psubw        xmm7, xmm2
     movdqa       xmm1, xmm3
-    pmullw       xmm1, [rax - 96]
+    pmullw       xmm1, [rax - 32]
     movdqa       xmm2, xmm7
-    pmullw       xmm2, [rax - 80]
-    pmulhw       xmm3, [rax - 128]
-    pmulhw       xmm7, [rax - 112]
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
     pmulhw       xmm1, xmm11
     pmulhw       xmm2, xmm11
     psubw        xmm3, xmm1
@@ -14514,9 +14143,8 @@ kg_mlkem3329_ntt_inverse_sse:
     psraw        xmm2, 12
     movdqa       xmm14, xmm13
     psraw        xmm14, 12
-    lea          rax, [rel pw_4095 + 128]            ; addresses pw_4095 near byte 0
-    pand         xmm1, [rax - 128]
-    pand         xmm13, [rax - 112]
+    pand         xmm1, [rel pw_4095]
+    pand         xmm13, [rel pw_4095 + 16]
     psubw        xmm1, xmm2
     psubw        xmm13, xmm14
     movdqa       [rsp + 32], xmm7                    ; spill
@@ -14538,12 +14166,11 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm1, xmm8
     psubw        xmm13, xmm10
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2304
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax + 32]
     movdqa       xmm8, xmm13
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm13, [rax - 112]
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm1, [rax]
+    pmulhw       xmm13, [rax + 16]
     pmulhw       xmm7, xmm11
     pmulhw       xmm8, xmm11
     psubw        xmm1, xmm7
@@ -14556,12 +14183,12 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm12, [rsp]
     psubw        xmm8, [rsp + 64]
     movdqa       xmm14, xmm12
-    pmullw       xmm14, [rax - 96]
+    pmullw       xmm14, [rax + 32]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm8
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm12, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
+    pmullw       xmm13, [rax + 48]
+    pmulhw       xmm12, [rax]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm14, xmm11
     pmulhw       xmm13, xmm11
     psubw        xmm12, xmm14
@@ -14715,35 +14342,17 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi], xmm4
     movdqu       [rdi + 16], xmm5
     movdqu       [rdi + 256], xmm0
@@ -14759,46 +14368,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm4
     movdqu       [rdi + 48], xmm5
     movdqu       [rdi + 288], xmm0
@@ -14814,46 +14404,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm4
     movdqu       [rdi + 80], xmm5
     movdqu       [rdi + 320], xmm0
@@ -14869,46 +14440,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm4
     movdqu       [rdi + 112], xmm5
     movdqu       [rdi + 352], xmm0
@@ -14924,46 +14476,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm4
     movdqu       [rdi + 144], xmm5
     movdqu       [rdi + 384], xmm0
@@ -14979,46 +14512,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm4
     movdqu       [rdi + 176], xmm5
     movdqu       [rdi + 416], xmm0
@@ -15034,46 +14548,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_20159]
     movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
     psubw        xmm4, xmm2
     psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm4
     movdqu       [rdi + 208], xmm5
     movdqu       [rdi + 448], xmm0
@@ -15089,43 +14584,27 @@ kg_mlkem3329_ntt_inverse_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_sse + 2560] ; addresses kg_mlkem3329_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm2, [rax - 96]
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm1, [rax - 112]
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
     pmulhw       xmm2, xmm11
     pmulhw       xmm3, xmm11
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm4                          ; barrett: the output range asked for
-    lea          rax, [rel pw_20159 + 128]           ; addresses pw_20159 near byte 0
-    pmulhw       xmm2, [rax - 128]
-    movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_512 + 128]             ; addresses pw_512 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm4, xmm2
-    psubw        xmm5, xmm3
-    movdqa       xmm2, xmm0                          ; barrett: the output range asked for
     pmulhw       xmm2, [rel pw_20159]
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm5
     pmulhw       xmm3, [rel pw_20159 + 16]
     paddw        xmm2, [rel pw_512]
     paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm2, 10
     psraw        xmm3, 10
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm4, xmm2
+    psubw        xmm5, xmm3
     movdqu       [rdi + 224], xmm4
     movdqu       [rdi + 240], xmm5
     movdqu       [rdi + 480], xmm0
@@ -15785,12 +15264,12 @@ kg_mlkem3329_reduce_special_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_freeze_sse: a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+; kg_mlkem3329_freeze_sse: a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
-;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-9}, flags
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_sse.end - kg_mlkem3329_freeze_sse)
 align 32
@@ -15800,16 +15279,12 @@ kg_mlkem3329_freeze_sse:
     movdqu       xmm5, [rel pw_3329 + 16]            ; held in a register: read 32 times
     movdqu       xmm6, [rel pw_20159]                ; held in a register: read 16 times
     movdqu       xmm7, [rel pw_20159 + 16]           ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_512]                  ; held in a register: read 16 times
-    movdqu       xmm9, [rel pw_512 + 16]             ; held in a register: read 16 times
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15817,13 +15292,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
@@ -15832,8 +15305,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15841,13 +15312,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
@@ -15856,8 +15325,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15865,13 +15332,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
@@ -15880,8 +15345,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15889,13 +15352,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
@@ -15904,8 +15365,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15913,13 +15372,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
@@ -15928,8 +15385,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15937,13 +15392,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
@@ -15952,8 +15405,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15961,13 +15412,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
@@ -15976,8 +15425,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -15985,13 +15432,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
@@ -16000,8 +15445,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16009,13 +15452,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
@@ -16024,8 +15465,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16033,13 +15472,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
@@ -16048,8 +15485,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16057,13 +15492,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
@@ -16072,8 +15505,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16081,13 +15512,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
@@ -16096,8 +15525,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16105,13 +15532,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
@@ -16120,8 +15545,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16129,13 +15552,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
@@ -16144,8 +15565,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16153,13 +15572,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
@@ -16168,8 +15585,6 @@ kg_mlkem3329_freeze_sse:
     pmulhw       xmm2, xmm6
     movdqa       xmm3, xmm1
     pmulhw       xmm3, xmm7
-    paddw        xmm2, xmm8
-    paddw        xmm3, xmm9
     psraw        xmm2, 10
     psraw        xmm3, 10
     pmullw       xmm2, xmm4
@@ -16177,13 +15592,11 @@ kg_mlkem3329_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     ret

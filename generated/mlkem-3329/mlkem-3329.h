@@ -72,6 +72,38 @@ static const uint16_t kg_mlkem3329_ntt_positions[128][2] = {
     {240, 241}, {242, 243}, {244, 245}, {246, 247}, {248, 249}, {250, 251}, {252, 253}, {254, 255},
 };
 
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_MLKEM3329_NTT_FORWARD_A_LEN 256
+#define KG_MLKEM3329_BASEMUL_R_LEN 256
+#define KG_MLKEM3329_BASEMUL_A_LEN 256
+#define KG_MLKEM3329_BASEMUL_B_LEN 256
+#define KG_MLKEM3329_BASEMUL_ACC2_R_LEN 256
+#define KG_MLKEM3329_BASEMUL_ACC2_A_LEN 512
+#define KG_MLKEM3329_BASEMUL_ACC2_B_LEN 512
+#define KG_MLKEM3329_BASEMUL_ACC3_R_LEN 256
+#define KG_MLKEM3329_BASEMUL_ACC3_A_LEN 768
+#define KG_MLKEM3329_BASEMUL_ACC3_B_LEN 768
+#define KG_MLKEM3329_BASEMUL_ACC4_R_LEN 256
+#define KG_MLKEM3329_BASEMUL_ACC4_A_LEN 1024
+#define KG_MLKEM3329_BASEMUL_ACC4_B_LEN 1024
+#define KG_MLKEM3329_NTT_INVERSE_A_LEN 256
+#define KG_MLKEM3329_REDUCE_BARRETT_A_LEN 256
+#define KG_MLKEM3329_REDUCE_SPECIAL_A_LEN 256
+#define KG_MLKEM3329_FREEZE_A_LEN 256
+#define KG_MLKEM3329_MULMOD_SHOUP_R_LEN 256
+#define KG_MLKEM3329_MULMOD_SHOUP_A_LEN 256
+#define KG_MLKEM3329_MULMOD_SHOUP_W_LEN 256
+#define KG_MLKEM3329_MULMOD_SHOUP_WP_LEN 256
+#define KG_MLKEM3329_MULADD_SHOUP_R_LEN 256
+#define KG_MLKEM3329_MULADD_SHOUP_A_LEN 256
+#define KG_MLKEM3329_MULADD_SHOUP_W_LEN 256
+#define KG_MLKEM3329_MULADD_SHOUP_WP_LEN 256
+#define KG_MLKEM3329_MULADD_SHOUP_B_LEN 256
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,9 +114,9 @@ extern "C" {
  *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_ntt_forward_avx2(int16_t a[256]);
+void kg_mlkem3329_ntt_forward_avx2(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
@@ -92,11 +124,11 @@ void kg_mlkem3329_ntt_forward_avx2(int16_t a[256]);
  *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_MLKEM3329_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_mlkem3329_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
@@ -105,11 +137,11 @@ void kg_mlkem3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 512 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 512 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc2_avx2(int16_t r[256], const int16_t a[512], const int16_t b[512]);
+void kg_mlkem3329_basemul_acc2_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
@@ -118,11 +150,11 @@ void kg_mlkem3329_basemul_acc2_avx2(int16_t r[256], const int16_t a[512], const 
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 768 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 768 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc3_avx2(int16_t r[256], const int16_t a[768], const int16_t b[768]);
+void kg_mlkem3329_basemul_acc3_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
@@ -131,83 +163,83 @@ void kg_mlkem3329_basemul_acc3_avx2(int16_t r[256], const int16_t a[768], const 
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 1024 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 1024 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc4_avx2(int16_t r[256], const int16_t a[1024], const int16_t b[1024]);
+void kg_mlkem3329_basemul_acc4_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+ *   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_ntt_inverse_avx2(int16_t a[256]);
+void kg_mlkem3329_ntt_inverse_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_reduce_barrett_avx2(int16_t a[256]);
+void kg_mlkem3329_reduce_barrett_avx2(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_reduce_special_avx2(int16_t a[256]);
+void kg_mlkem3329_reduce_special_avx2(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_freeze_avx2(int16_t a[256]);
+void kg_mlkem3329_freeze_avx2(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_mulmod_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_mlkem3329_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_mlkem3329_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_mlkem3329_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
  *   requires: every a[i] in [-3328, 3328]
  *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t (KG_MLKEM3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_ntt_forward_sse(int16_t a[256]);
+void kg_mlkem3329_ntt_forward_sse(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
@@ -215,11 +247,11 @@ void kg_mlkem3329_ntt_forward_sse(int16_t a[256]);
  *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_MLKEM3329_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_mlkem3329_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
@@ -228,11 +260,11 @@ void kg_mlkem3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc2_sse(int16_t r[256], const int16_t a[512], const int16_t b[512]);
+void kg_mlkem3329_basemul_acc2_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
@@ -241,11 +273,11 @@ void kg_mlkem3329_basemul_acc2_sse(int16_t r[256], const int16_t a[512], const i
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 768 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 768 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc3_sse(int16_t r[256], const int16_t a[768], const int16_t b[768]);
+void kg_mlkem3329_basemul_acc3_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
@@ -254,73 +286,73 @@ void kg_mlkem3329_basemul_acc3_sse(int16_t r[256], const int16_t a[768], const i
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 1024 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 1024 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_basemul_acc4_sse(int16_t r[256], const int16_t a[1024], const int16_t b[1024]);
+void kg_mlkem3329_basemul_acc4_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+ *   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_ntt_inverse_sse(int16_t a[256]);
+void kg_mlkem3329_ntt_inverse_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_reduce_barrett_sse(int16_t a[256]);
+void kg_mlkem3329_reduce_barrett_sse(int16_t *a);
 
 
 /* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_reduce_special_sse(int16_t a[256]);
+void kg_mlkem3329_reduce_special_sse(int16_t *a);
 
 
-/* a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+/* a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t (KG_MLKEM3329_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_freeze_sse(int16_t a[256]);
+void kg_mlkem3329_freeze_sse(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_mulmod_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_mlkem3329_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_mlkem3329_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_mlkem3329_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* Dispatch: mlkem-3329_dispatch.c (optional; compile and link it to use these).
@@ -333,17 +365,17 @@ void kg_mlkem3329_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const
  */
 const char *kg_mlkem3329_isa(void);
 int kg_mlkem3329_use_isa(const char *isa);
-void kg_mlkem3329_ntt_forward(int16_t a[256]);
-void kg_mlkem3329_basemul(int16_t r[256], const int16_t a[256], const int16_t b[256]);
-void kg_mlkem3329_basemul_acc2(int16_t r[256], const int16_t a[512], const int16_t b[512]);
-void kg_mlkem3329_basemul_acc3(int16_t r[256], const int16_t a[768], const int16_t b[768]);
-void kg_mlkem3329_basemul_acc4(int16_t r[256], const int16_t a[1024], const int16_t b[1024]);
-void kg_mlkem3329_ntt_inverse(int16_t a[256]);
-void kg_mlkem3329_reduce_barrett(int16_t a[256]);
-void kg_mlkem3329_reduce_special(int16_t a[256]);
-void kg_mlkem3329_freeze(int16_t a[256]);
-void kg_mlkem3329_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
-void kg_mlkem3329_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+void kg_mlkem3329_ntt_forward(int16_t *a);
+void kg_mlkem3329_basemul(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_mlkem3329_basemul_acc2(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_mlkem3329_basemul_acc3(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_mlkem3329_basemul_acc4(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_mlkem3329_ntt_inverse(int16_t *a);
+void kg_mlkem3329_reduce_barrett(int16_t *a);
+void kg_mlkem3329_reduce_special(int16_t *a);
+void kg_mlkem3329_freeze(int16_t *a);
+void kg_mlkem3329_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+void kg_mlkem3329_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 #ifdef __cplusplus

@@ -135,7 +135,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+    /// ensures:  every a[i] in [-1937, 1937] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 256 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
@@ -162,7 +162,7 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_reduce_special_avx2(a: *mut i16);
 
-    /// a\[256\] in place to canonical form in \[0, 3329) (centred Barrett, then q added where negative)
+    /// a\[256\] in place to canonical form in \[0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
     ///
     /// ```text
     /// requires: any int16 a[i]
@@ -205,7 +205,7 @@ unsafe extern "C" {
     /// requires: every a[i] in [-3328, 3328]
     /// ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_mlkem3329_ntt_forward_sse(a: *mut i16);
@@ -269,7 +269,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-1664, 1664] (proven), natural order,
+    /// ensures:  every a[i] in [-1937, 1937] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
@@ -296,12 +296,12 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_reduce_special_sse(a: *mut i16);
 
-    /// a\[256\] in place to canonical form in \[0, 3329) (centred Barrett, then q added where negative)
+    /// a\[256\] in place to canonical form in \[0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
     ///
     /// ```text
     /// requires: any int16 a[i]
     /// ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_mlkem3329_freeze_sse(a: *mut i16);

@@ -6166,7 +6166,7 @@ kg_newhope12289_muladd_shoup_avx2:
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 2 x 1361 instructions (repeated groups rolled: 9576 instructions run, 8930 written)
+;   loops: 2 x 1245 instructions (repeated groups rolled: 9576 instructions run, 8808 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 256 vector reductions
@@ -6225,13 +6225,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm12
     pmulhuw      xmm10, [rcx - 80]
@@ -6245,13 +6243,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rcx - 80]
@@ -6265,13 +6261,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm4                    ; spill
@@ -6291,18 +6285,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm14, [rcx - 96]
+    pmulhuw      xmm14, [rcx - 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm15, [rcx - 16]
+    pmullw       xmm11, [rcx - 64]
+    pmullw       xmm12, [rcx - 48]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -6311,18 +6303,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm13, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -6331,18 +6321,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -6353,18 +6341,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm5, [rcx - 96]
+    pmulhuw      xmm5, [rcx + 32]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm6, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm3, [rcx + 16]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -6403,31 +6389,26 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm7                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm11, [rcx - 128]
+    pmulhuw      xmm11, [rel pw_5]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm12, [rel pw_5 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm8, [rel pw_1 + 16]
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 256
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm10, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -6436,33 +6417,28 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm8, [rel pw_5 + 16]
+    pmullw       xmm9, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
     psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 320
-    pmulhuw      xmm8, [rcx - 96]
+    pmulhuw      xmm8, [rcx + 32]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm10, [rcx + 48]
+    pmullw       xmm6, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm8, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
@@ -6471,35 +6447,30 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, xmm6
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, [rsp + 32]                    ; reload
     movdqa       xmm6, xmm1                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_5]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm1, xmm6
     psubw        xmm2, xmm9
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 512] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 384
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 96]
     movdqa       xmm9, xmm13
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm9, [rcx + 112]
+    pmullw       xmm5, [rcx + 64]
+    pmullw       xmm13, [rcx + 80]
     pmullw       xmm6, xmm0
     pmullw       xmm9, xmm0
     psubw        xmm5, xmm6
@@ -6508,9 +6479,8 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm6, xmm5
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi], xmm3
@@ -6566,13 +6536,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm12
     pmulhuw      xmm10, [rcx - 80]
@@ -6586,13 +6554,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rcx - 80]
@@ -6606,13 +6572,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
@@ -6632,18 +6596,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm14, [rcx - 96]
+    pmulhuw      xmm14, [rcx - 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm15, [rcx - 16]
+    pmullw       xmm11, [rcx - 64]
+    pmullw       xmm12, [rcx - 48]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -6652,18 +6614,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm13, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -6672,18 +6632,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -6694,18 +6652,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm5, [rcx - 96]
+    pmulhuw      xmm5, [rcx + 32]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm6, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm3, [rcx + 16]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -6744,31 +6700,26 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm7                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm11, [rcx - 128]
+    pmulhuw      xmm11, [rel pw_5]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm12, [rel pw_5 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm8, [rel pw_1 + 16]
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 256
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm10, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -6777,33 +6728,28 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm8, [rel pw_5 + 16]
+    pmullw       xmm9, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
     psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 320
-    pmulhuw      xmm8, [rcx - 96]
+    pmulhuw      xmm8, [rcx + 32]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm10, [rcx + 48]
+    pmullw       xmm6, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm8, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
@@ -6812,35 +6758,30 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, xmm6
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm1                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_5]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm1, xmm6
     psubw        xmm2, xmm9
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 512] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 384
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 96]
     movdqa       xmm9, xmm13
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm9, [rcx + 112]
+    pmullw       xmm5, [rcx + 64]
+    pmullw       xmm13, [rcx + 80]
     pmullw       xmm6, xmm0
     pmullw       xmm9, xmm0
     psubw        xmm5, xmm6
@@ -6849,9 +6790,8 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm6, xmm5
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 32], xmm3
@@ -6907,13 +6847,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm12
     pmulhuw      xmm10, [rcx - 80]
@@ -6927,13 +6865,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rcx - 80]
@@ -6947,13 +6883,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, [rsp + 128]                  ; reload
     movdqa       [rsp + 32], xmm4                    ; spill
@@ -6973,18 +6907,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm14, [rcx - 96]
+    pmulhuw      xmm14, [rcx - 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm15, [rcx - 16]
+    pmullw       xmm11, [rcx - 64]
+    pmullw       xmm12, [rcx - 48]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -6993,18 +6925,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm13, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -7013,18 +6943,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -7035,18 +6963,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm5, [rcx - 96]
+    pmulhuw      xmm5, [rcx + 32]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm6, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm3, [rcx + 16]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -7085,31 +7011,26 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm7                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm11, [rcx - 128]
+    pmulhuw      xmm11, [rel pw_5]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm12, [rel pw_5 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm8, [rel pw_1 + 16]
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 256
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm10, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -7118,33 +7039,28 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm8, [rel pw_5 + 16]
+    pmullw       xmm9, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
     psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 320
-    pmulhuw      xmm8, [rcx - 96]
+    pmulhuw      xmm8, [rcx + 32]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm10, [rcx + 48]
+    pmullw       xmm6, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm8, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
@@ -7153,35 +7069,30 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, xmm6
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       xmm6, xmm1                          ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm6, [rcx - 128]
+    pmulhuw      xmm6, [rel pw_5]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
     psubw        xmm1, xmm6
     psubw        xmm2, xmm9
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 512] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 384
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 96]
     movdqa       xmm9, xmm13
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm9, [rcx + 112]
+    pmullw       xmm5, [rcx + 64]
+    pmullw       xmm13, [rcx + 80]
     pmullw       xmm6, xmm0
     pmullw       xmm9, xmm0
     psubw        xmm5, xmm6
@@ -7190,9 +7101,8 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm6, xmm5
     movdqa       xmm9, xmm2
     paddw        xmm9, xmm13
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 64], xmm3
@@ -7248,13 +7158,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm7, xmm9
     movdqa       xmm8, xmm2
     paddw        xmm8, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, xmm10
     movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm9, [rcx - 96]
     movdqa       xmm10, xmm12
     pmulhuw      xmm10, [rcx - 80]
@@ -7268,13 +7176,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm9, xmm11
     movdqa       xmm10, xmm4
     paddw        xmm10, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm11, [rcx - 96]
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rcx - 80]
@@ -7288,13 +7194,11 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm6
     paddw        xmm12, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm13
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 0
     pmulhuw      xmm13, [rcx - 96]
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm4                    ; spill
@@ -7314,18 +7218,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm4, xmm15
     psubw        xmm3, xmm14
     movdqa       xmm14, xmm11
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm14, [rcx - 96]
+    pmulhuw      xmm14, [rcx - 32]
     movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm15, [rcx - 16]
+    pmullw       xmm11, [rcx - 64]
+    pmullw       xmm12, [rcx - 48]
     pmullw       xmm14, xmm0
     pmullw       xmm15, xmm0
     psubw        xmm11, xmm14
@@ -7334,18 +7236,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm14, xmm11
     movdqa       xmm15, xmm8
     paddw        xmm15, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm13
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 64
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm2
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm13, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm13, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm13, xmm11
@@ -7354,18 +7254,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm13
     movdqa       xmm12, xmm10
     paddw        xmm12, xmm2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm13
     psubw        xmm10, xmm2
     movdqa       xmm2, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm2, [rcx - 96]
+    pmulhuw      xmm2, [rcx + 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
     pmullw       xmm2, xmm0
     pmullw       xmm13, xmm0
     psubw        xmm5, xmm2
@@ -7376,18 +7274,16 @@ kg_newhope12289_ntt_forward_sse:
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
     psubw        xmm13, xmm6
     movdqa       xmm5, xmm4
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 128
-    pmulhuw      xmm5, [rcx - 96]
+    pmulhuw      xmm5, [rcx + 32]
     movdqa       xmm6, xmm3
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
+    pmulhuw      xmm6, [rcx + 48]
+    pmullw       xmm4, [rcx]
+    pmullw       xmm3, [rcx + 16]
     pmullw       xmm5, xmm0
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
@@ -7426,31 +7322,26 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm3, xmm11
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rcx - 128]
-    paddw        xmm15, [rcx - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
     movdqa       xmm11, xmm7                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm11, [rcx - 128]
+    pmulhuw      xmm11, [rel pw_5]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
+    pmulhuw      xmm12, [rel pw_5 + 16]
+    pmullw       xmm7, [rel pw_1]
+    pmullw       xmm8, [rel pw_1 + 16]
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
     psubw        xmm7, xmm11
     psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 256
-    pmulhuw      xmm11, [rcx - 96]
+    pmulhuw      xmm11, [rcx - 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
+    pmulhuw      xmm12, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm10, [rcx - 48]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -7459,33 +7350,28 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm11, xmm9
     movdqa       xmm12, xmm8
     paddw        xmm12, xmm10
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
     movdqa       xmm9, [rsp]                         ; reload
     movdqa       xmm10, xmm9                         ; shoup: before layer 2
-    lea          rcx, [rel pw_5 + 128]               ; addresses pw_5 near byte 0
-    pmulhuw      xmm10, [rcx - 128]
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rcx - 112]
-    lea          rcx, [rel pw_1 + 128]               ; addresses pw_1 near byte 0
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
+    pmulhuw      xmm8, [rel pw_5 + 16]
+    pmullw       xmm9, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
     psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 320
-    pmulhuw      xmm8, [rcx - 96]
+    pmulhuw      xmm8, [rcx + 32]
     movdqa       xmm10, xmm1
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
+    pmulhuw      xmm10, [rcx + 48]
+    pmullw       xmm6, [rcx]
+    pmullw       xmm1, [rcx + 16]
     pmullw       xmm8, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
@@ -7494,9 +7380,8 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, xmm6
     movdqa       xmm10, xmm2
     paddw        xmm10, xmm1
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm9, xmm6
     psubw        xmm2, xmm1
     movdqa       xmm1, [rsp + 128]                   ; reload
@@ -7514,12 +7399,11 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm1, xmm6
     psubw        xmm2, xmm9
     movdqa       xmm6, xmm5
-    lea          rcx, [rel kg_newhope12289_ntt_forward_twiddles_sse + 512] ; addresses kg_newhope12289_ntt_forward_twiddles_sse near byte 384
-    pmulhuw      xmm6, [rcx - 96]
+    pmulhuw      xmm6, [rcx + 96]
     movdqa       xmm9, xmm13
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
+    pmulhuw      xmm9, [rcx + 112]
+    pmullw       xmm5, [rcx + 64]
+    pmullw       xmm13, [rcx + 80]
     pmullw       xmm6, xmm0
     pmullw       xmm9, xmm0
     psubw        xmm5, xmm6
@@ -7574,11 +7458,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 240]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1                         ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rcx - 128]
+    psubw        xmm15, [rel pw_24578]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    psubw        xmm8, [rcx - 112]
+    psubw        xmm8, [rel pw_24578 + 16]
     pminuw       xmm1, xmm15
     pminuw       xmm2, xmm8
     movdqa       xmm8, xmm9
@@ -8532,8 +8415,7 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp], xmm7                         ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -9478,8 +9360,7 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 96], xmm7                    ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -10424,8 +10305,7 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 128], xmm7                   ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -11370,8 +11250,7 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp + 64], xmm7                    ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -12316,8 +12195,7 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm8, [rcx - 128]
     pmullw       xmm9, [rcx - 112]
     movdqa       [rsp], xmm7                         ; spill
-    lea          rcx, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rcx - 128]                   ; reload
+    movdqu       xmm7, [rel pw_12289]                ; reload
     pmullw       xmm14, xmm7
     pmullw       xmm15, xmm7
     psubw        xmm8, xmm14
@@ -15141,8 +15019,7 @@ kg_newhope12289_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm13, [rel pw_m12287]              ; held in a register: read 64 times
     movdqu       xmm14, [rel pw_m12287 + 16]         ; held in a register: read 64 times
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; held in a register: read 64 times
+    movdqu       xmm15, [rel pw_24578]               ; held in a register: read 64 times
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -15185,9 +15062,10 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    lea          rax, [rel pw_24578 + 144]           ; addresses pw_24578 near byte 16
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15237,9 +15115,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15289,9 +15167,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15341,9 +15219,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15393,9 +15271,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15445,9 +15323,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15497,9 +15375,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15549,9 +15427,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15601,9 +15479,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15653,9 +15531,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15705,9 +15583,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15757,9 +15635,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15809,9 +15687,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15861,9 +15739,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15913,9 +15791,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -15965,9 +15843,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16017,9 +15895,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16069,9 +15947,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16121,9 +15999,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16173,9 +16051,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16225,9 +16103,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16277,9 +16155,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16329,9 +16207,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16381,9 +16259,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16433,9 +16311,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16485,9 +16363,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16537,9 +16415,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16589,9 +16467,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16641,9 +16519,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16693,9 +16571,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16745,9 +16623,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm8, xmm4
     psraw        xmm8, 15
     pand         xmm5, xmm15
-    pand         xmm6, [rax - 112]
+    pand         xmm6, [rax - 128]
     pand         xmm7, xmm15
-    pand         xmm8, [rax - 112]
+    pand         xmm8, [rax - 128]
     paddw        xmm1, xmm5
     paddw        xmm2, xmm6
     paddw        xmm3, xmm7
@@ -16797,9 +16675,9 @@ kg_newhope12289_basemul_sse:
     movdqa       xmm7, xmm4
     psraw        xmm7, 15
     pand         xmm0, xmm15
-    pand         xmm5, [rax - 112]
+    pand         xmm5, [rax - 128]
     pand         xmm6, xmm15
-    pand         xmm7, [rax - 112]
+    pand         xmm7, [rax - 128]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm5
     paddw        xmm3, xmm6
@@ -16841,8 +16719,7 @@ kg_newhope12289_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 192
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 12289
+    movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -16866,9 +16743,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddw        xmm15, xmm4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
@@ -16883,13 +16759,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm14
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm3, [rax - 128]
+    pmulhuw      xmm3, [rel pw_341]
     movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm4, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm14, xmm3
@@ -16898,30 +16772,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddw        xmm4, xmm8
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 192] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 64
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax - 32]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm6, [rax - 112]
+    pmulhuw      xmm8, [rax - 16]
+    pmullw       xmm5, [rax - 64]
+    pmullw       xmm6, [rax - 48]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm7, [rax - 128]
+    pmulhuw      xmm7, [rel pw_341]
     movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm4, [rax - 112]
+    pmulhuw      xmm8, [rel pw_341 + 16]
+    pmullw       xmm3, [rel pw_64]
+    pmullw       xmm4, [rel pw_64 + 16]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm3, xmm7
@@ -16930,30 +16800,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddw        xmm8, xmm12
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm10, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 256] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 128
-    pmulhuw      xmm11, [rax - 96]
+    pmulhuw      xmm11, [rax + 32]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm10, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm10, [rax + 16]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm11, [rax - 128]
+    pmulhuw      xmm11, [rel pw_341]
     movdqa       xmm12, xmm8
-    pmulhuw      xmm12, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm8, [rax - 112]
+    pmulhuw      xmm12, [rel pw_341 + 16]
+    pmullw       xmm7, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm7, xmm11
@@ -16964,32 +16830,28 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm12
     paddw        xmm8, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm12, [rax - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
     psubw        xmm13, [rsp + 64]
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 320] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 192
-    pmulhuw      xmm7, [rax - 96]
+    pmulhuw      xmm7, [rax + 96]
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm12, [rax - 112]
+    pmulhuw      xmm10, [rax + 112]
+    pmullw       xmm13, [rax + 64]
+    pmullw       xmm12, [rax + 80]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm13, xmm7
     psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm7, [rax - 128]
+    pmulhuw      xmm7, [rel pw_341]
     movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm8, [rax - 112]
+    pmulhuw      xmm10, [rel pw_341 + 16]
+    pmullw       xmm11, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm11, xmm7
@@ -17052,9 +16914,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm14
     movdqa       xmm12, xmm7
     paddw        xmm12, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm7, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm7, [rel pw_24578 + 16]
     psubw        xmm0, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm0
@@ -17064,8 +16925,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmulhuw      xmm14, [rax - 80]
     pmullw       xmm0, [rax - 128]
     pmullw       xmm7, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm0, xmm13
@@ -17076,19 +16936,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm14
     paddw        xmm13, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm10, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp]
     movdqa       xmm3, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 448] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 320
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rax - 32]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm10, [rax - 64]
+    pmullw       xmm14, [rax - 48]
     pmullw       xmm3, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm10, xmm3
@@ -17099,18 +16957,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm1
     paddw        xmm13, xmm2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 512] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 384
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm4, [rax + 48]
+    pmullw       xmm3, [rax]
+    pmullw       xmm1, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm4, xmm15
     psubw        xmm3, xmm2
@@ -17119,18 +16975,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm11
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm8
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 576] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 448
-    pmulhuw      xmm8, [rax - 96]
+    pmulhuw      xmm8, [rax + 96]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm9, [rax + 64]
+    pmullw       xmm5, [rax + 80]
     pmullw       xmm8, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm8
@@ -17219,8 +17073,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 160], xmm9                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; reload
+    movdqu       xmm9, [rel pw_12289]                ; reload
     pmullw       xmm5, xmm9
     pmullw       xmm6, xmm9
     psubw        xmm15, xmm5
@@ -17383,8 +17236,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm2, [rax - 128]
     pmullw       xmm9, [rax - 112]
     movdqa       [rsp + 128], xmm14                  ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm3, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm2, xmm3
@@ -17663,13 +17515,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm7, xmm9
     movdqa       xmm11, xmm2
     paddw        xmm11, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm9
     psubw        xmm2, [rsp]
     movdqa       xmm9, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1280
     pmulhuw      xmm9, [rax - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm2
@@ -17720,13 +17570,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm6, [rax - 128]
-    paddw        xmm2, [rax - 112]
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm6, xmm8
     psubw        xmm2, xmm0
     movdqa       xmm0, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1344
     pmulhuw      xmm0, [rax - 96]
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rax - 80]
@@ -17806,13 +17654,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm12, xmm3
     psubw        xmm15, xmm4
     movdqa       xmm3, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1408
     pmulhuw      xmm3, [rax - 96]
     movdqa       xmm4, xmm15
     pmulhuw      xmm4, [rax - 80]
@@ -17830,13 +17676,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm6
     psubw        xmm15, xmm2
     movdqa       xmm2, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1408
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm6, xmm15
     pmulhuw      xmm6, [rax - 80]
@@ -17888,30 +17732,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1600] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1472
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm13, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -17920,30 +17760,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1664] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1536
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -17952,30 +17788,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1728] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1600
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -17986,9 +17818,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 128]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 160]
     psubw        xmm11, [rsp + 128]
     movdqa       [rsp + 128], xmm6                   ; spill
@@ -18005,13 +17836,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm10, xmm6
@@ -18074,20 +17903,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1856] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1728
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm14, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -18098,19 +17924,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1920] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1792
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -18121,18 +17945,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1984] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1856
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -18141,9 +17963,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -18241,8 +18062,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 32], xmm8                    ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -18405,8 +18225,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 64], xmm13                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm1, xmm2
@@ -18685,13 +18504,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2752
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -18742,13 +18559,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2816
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -18828,13 +18643,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2880
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -18852,13 +18665,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2880
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -18910,30 +18721,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3072] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2944
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm14
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm14, xmm2
@@ -18942,30 +18749,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3136] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3008
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm2, xmm6
@@ -18974,30 +18777,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3200] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3072
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm6, xmm10
@@ -19008,9 +18807,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 64]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 32]
     psubw        xmm11, [rsp + 64]
     movdqa       [rsp + 64], xmm6                    ; spill
@@ -19027,13 +18825,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm10, xmm6
@@ -19096,20 +18892,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm14
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm13, xmm14
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm13
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3328] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3200
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm13, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm13, xmm12
@@ -19120,19 +18913,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm14
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm14, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3392] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3264
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm14, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -19143,18 +18934,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3456] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3328
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -19163,9 +18952,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -19263,8 +19051,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 128], xmm8                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -19427,8 +19214,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 160], xmm14                  ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm1, xmm2
@@ -19707,13 +19493,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4224
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm1
@@ -19764,13 +19548,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4288
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -19850,13 +19632,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4352
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -19874,13 +19654,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4352
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -19932,30 +19710,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4544] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4416
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm13, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -19964,30 +19738,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4608] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4480
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -19996,30 +19766,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4672] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4544
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -20030,9 +19796,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 160]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 128]
     psubw        xmm11, [rsp + 160]
     movdqa       [rsp + 160], xmm6                   ; spill
@@ -20049,13 +19814,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm10, xmm6
@@ -20118,20 +19881,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4800] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4672
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm14, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -20142,19 +19902,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4864] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4736
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -20165,18 +19923,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4928] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4800
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -20185,9 +19941,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -20285,8 +20040,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 64], xmm8                    ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -20449,8 +20203,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 32], xmm13                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm1, xmm2
@@ -20729,13 +20482,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5696
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -20786,13 +20537,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5760
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -20872,13 +20621,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5824
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -20896,13 +20643,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5824
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -20954,30 +20699,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm14
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm14, xmm2
@@ -20986,30 +20727,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5952
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm2, xmm6
@@ -21018,30 +20755,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6016
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm6, xmm10
@@ -21052,9 +20785,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 64]
     psubw        xmm11, [rsp + 32]
     movdqa       [rsp + 32], xmm6                    ; spill
@@ -21071,13 +20803,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm10, xmm6
@@ -21140,20 +20870,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm14
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm13, xmm14
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm13
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6272] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6144
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm13, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm13, xmm12
@@ -21164,19 +20891,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm14
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm14, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6336] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6208
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm14, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -21187,18 +20912,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6400] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6272
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -21207,9 +20930,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -21307,8 +21029,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 160], xmm8                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -21471,8 +21192,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 128], xmm14                  ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm1, xmm2
@@ -21751,13 +21471,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7296] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7168
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm1
@@ -21808,13 +21526,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7360] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7232
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -21894,13 +21610,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7424] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7296
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -21918,13 +21632,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7424] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7296
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -21976,30 +21688,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7488] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7360
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm13, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -22008,30 +21716,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7552] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7424
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -22040,30 +21744,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7616] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7488
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -22074,9 +21774,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 128]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 160]
     psubw        xmm11, [rsp + 128]
     movdqa       [rsp + 128], xmm6                   ; spill
@@ -22093,13 +21792,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm9, xmm14
     psubw        xmm10, xmm6
@@ -22162,20 +21859,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7744] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7616
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm14, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -22186,19 +21880,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7808] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7680
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -22209,18 +21901,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7872] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7744
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -22229,9 +21919,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -22329,8 +22018,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 32], xmm8                    ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -22493,8 +22181,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 64], xmm13                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; reload
+    movdqu       xmm13, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm13
     pmullw       xmm10, xmm13
     psubw        xmm1, xmm2
@@ -22773,13 +22460,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8768] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8640
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -22830,13 +22515,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8832] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8704
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -22916,13 +22599,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8896] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8768
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -22940,13 +22621,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8896] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8768
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -22998,30 +22677,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8960] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8832
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm14
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm13
     pmullw       xmm3, xmm13
     psubw        xmm14, xmm2
@@ -23030,30 +22705,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9024] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8896
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm2, xmm6
@@ -23062,30 +22733,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9088] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8960
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm6, xmm10
@@ -23096,9 +22763,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 64]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 32]
     psubw        xmm11, [rsp + 64]
     movdqa       [rsp + 64], xmm6                    ; spill
@@ -23115,13 +22781,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, xmm6
     psubw        xmm11, xmm9
     movdqa       xmm6, xmm10
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm9, [rel pw_341 + 16]
+    pmullw       xmm10, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm6, xmm13
     pmullw       xmm9, xmm13
     psubw        xmm10, xmm6
@@ -23184,20 +22848,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm14
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm13, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm13, xmm14
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm13
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9216] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9088
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm14, [rax - 16]
+    pmullw       xmm13, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm13, xmm12
@@ -23208,19 +22869,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm14
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm14, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9280] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9152
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm14, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm14, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -23231,18 +22890,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9344] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9216
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -23251,9 +22908,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -23351,8 +23007,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm15, [rax - 128]
     pmullw       xmm7, [rax - 112]
     movdqa       [rsp + 128], xmm8                   ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm8, [rax - 128]                   ; reload
+    movdqu       xmm8, [rel pw_12289]                ; reload
     pmullw       xmm4, xmm8
     pmullw       xmm5, xmm8
     psubw        xmm15, xmm4
@@ -23515,8 +23170,7 @@ kg_newhope12289_ntt_inverse_sse:
     pmullw       xmm1, [rax - 128]
     pmullw       xmm8, [rax - 112]
     movdqa       [rsp + 160], xmm14                  ; spill
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm14, [rax - 128]                  ; reload
+    movdqu       xmm14, [rel pw_12289]               ; reload
     pmullw       xmm2, xmm14
     pmullw       xmm10, xmm14
     psubw        xmm1, xmm2
@@ -23795,13 +23449,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10240] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10112
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm1
@@ -23852,13 +23504,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10304] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10176
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -23938,13 +23588,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10368] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10240
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -23962,13 +23610,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10368] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10240
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -24020,30 +23666,26 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddw        xmm15, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10432] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10304
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
+    pmulhuw      xmm3, [rax - 16]
+    pmullw       xmm0, [rax - 64]
+    pmullw       xmm1, [rax - 48]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm13
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm2, [rax - 128]
+    pmulhuw      xmm2, [rel pw_341]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm13, [rax - 128]
-    pmullw       xmm15, [rax - 112]
+    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmullw       xmm13, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
     pmullw       xmm2, xmm14
     pmullw       xmm3, xmm14
     psubw        xmm13, xmm2
@@ -24052,30 +23694,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10496] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10368
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax + 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax + 48]
+    pmullw       xmm4, [rax]
+    pmullw       xmm5, [rax + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm2
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm6, [rax - 128]
+    pmulhuw      xmm6, [rel pw_341]
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmulhuw      xmm7, [rel pw_341 + 16]
+    pmullw       xmm2, [rel pw_64]
+    pmullw       xmm3, [rel pw_64 + 16]
     pmullw       xmm6, xmm14
     pmullw       xmm7, xmm14
     psubw        xmm2, xmm6
@@ -24084,30 +23722,26 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10560] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10432
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 96]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 112]
+    pmullw       xmm8, [rax + 64]
+    pmullw       xmm9, [rax + 80]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm6
-    lea          rax, [rel pw_341 + 128]             ; addresses pw_341 near byte 0
-    pmulhuw      xmm10, [rax - 128]
+    pmulhuw      xmm10, [rel pw_341]
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm11, [rel pw_341 + 16]
+    pmullw       xmm6, [rel pw_64]
+    pmullw       xmm7, [rel pw_64 + 16]
     pmullw       xmm10, xmm14
     pmullw       xmm11, xmm14
     psubw        xmm6, xmm10
@@ -24118,9 +23752,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm11
     paddw        xmm7, [rsp + 160]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, [rsp + 128]
     psubw        xmm11, [rsp + 160]
     movdqa       [rsp + 160], xmm6                   ; spill
@@ -24204,20 +23837,17 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm13
     movdqa       xmm11, xmm6
     paddw        xmm11, xmm15
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm6, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm14, xmm13
     psubw        xmm6, xmm15
     movdqa       xmm12, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10688] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10560
-    pmulhuw      xmm12, [rax - 96]
+    pmulhuw      xmm12, [rax - 32]
     movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm15, [rax - 128]                  ; reload
+    pmulhuw      xmm13, [rax - 16]
+    pmullw       xmm14, [rax - 64]
+    pmullw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm12, xmm15
     pmullw       xmm13, xmm15
     psubw        xmm14, xmm12
@@ -24228,19 +23858,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm13
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm13, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm9, xmm2
     psubw        xmm13, [rsp]
     movdqa       xmm2, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10752] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10624
-    pmulhuw      xmm2, [rax - 96]
+    pmulhuw      xmm2, [rax + 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm13, [rax - 112]
+    pmulhuw      xmm12, [rax + 48]
+    pmullw       xmm9, [rax]
+    pmullw       xmm13, [rax + 16]
     pmullw       xmm2, xmm15
     pmullw       xmm12, xmm15
     psubw        xmm9, xmm2
@@ -24251,18 +23879,16 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm0
     paddw        xmm12, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm2, xmm3
     psubw        xmm0, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10816] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10688
-    pmulhuw      xmm1, [rax - 96]
+    pmulhuw      xmm1, [rax + 96]
     movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm0, [rax - 112]
+    pmulhuw      xmm3, [rax + 112]
+    pmullw       xmm2, [rax + 64]
+    pmullw       xmm0, [rax + 80]
     pmullw       xmm1, xmm15
     pmullw       xmm3, xmm15
     psubw        xmm2, xmm1
@@ -24271,9 +23897,8 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm1, xmm10
     movdqa       xmm3, xmm4
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm4, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm4, xmm7
     movdqa       xmm7, xmm8
@@ -24813,13 +24438,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm9, xmm8
     movdqa       xmm12, xmm1
     paddw        xmm12, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, [rsp]
     movdqa       xmm8, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11712] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11584
     pmulhuw      xmm8, [rax - 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
@@ -24870,13 +24493,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, xmm6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm5, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
     psubw        xmm1, xmm6
     movdqa       xmm6, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11776] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11648
     pmulhuw      xmm6, [rax - 96]
     movdqa       xmm7, xmm1
     pmulhuw      xmm7, [rax - 80]
@@ -24956,13 +24577,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
     paddw        xmm12, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm11, xmm2
     psubw        xmm15, xmm3
     movdqa       xmm2, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11840] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11712
     pmulhuw      xmm2, [rax - 96]
     movdqa       xmm3, xmm15
     pmulhuw      xmm3, [rax - 80]
@@ -24980,13 +24599,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm11                   ; spill
     movdqa       xmm11, xmm15
     paddw        xmm11, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm2, xmm5
     psubw        xmm15, xmm1
     movdqa       xmm1, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11840] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11712
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm5, xmm15
     pmulhuw      xmm5, [rax - 80]
@@ -25204,13 +24821,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -25262,13 +24877,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp], xmm5                         ; spill
     movdqa       xmm5, xmm0
     paddw        xmm5, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm7, xmm12
     psubw        xmm0, xmm11
     movdqa       xmm11, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm0
     pmulhuw      xmm12, [rax - 80]
@@ -25346,13 +24959,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm6
     movdqa       xmm10, xmm15
     paddw        xmm10, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm6
     psubw        xmm15, [rsp]
     movdqa       xmm6, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm15
@@ -25371,13 +24982,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm7
     psubw        xmm15, xmm0
     movdqa       xmm0, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm0, [rax - 96]
     movdqa       xmm7, xmm15
     pmulhuw      xmm7, [rax - 80]
@@ -25595,13 +25204,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -25653,13 +25260,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm5                    ; spill
     movdqa       xmm5, xmm0
     paddw        xmm5, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm7, xmm12
     psubw        xmm0, xmm11
     movdqa       xmm11, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm0
     pmulhuw      xmm12, [rax - 80]
@@ -25737,13 +25342,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm6
     movdqa       xmm10, xmm15
     paddw        xmm10, [rsp + 96]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm6
     psubw        xmm15, [rsp + 96]
     movdqa       xmm6, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm15
@@ -25762,13 +25365,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm7
     psubw        xmm15, xmm0
     movdqa       xmm0, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm0, [rax - 96]
     movdqa       xmm7, xmm15
     pmulhuw      xmm7, [rax - 80]
@@ -25986,13 +25587,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -26044,13 +25643,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, xmm0
     paddw        xmm5, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm7, xmm12
     psubw        xmm0, xmm11
     movdqa       xmm11, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm0
     pmulhuw      xmm12, [rax - 80]
@@ -26128,13 +25725,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm6
     movdqa       xmm10, xmm15
     paddw        xmm10, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm6
     psubw        xmm15, [rsp + 32]
     movdqa       xmm6, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm15
@@ -26153,13 +25748,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm7
     psubw        xmm15, xmm0
     movdqa       xmm0, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm0, [rax - 96]
     movdqa       xmm7, xmm15
     pmulhuw      xmm7, [rax - 80]
@@ -26377,13 +25970,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -26435,13 +26026,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm5                    ; spill
     movdqa       xmm5, xmm0
     paddw        xmm5, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm7, [rax - 128]
-    paddw        xmm0, [rax - 112]
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
     psubw        xmm7, xmm12
     psubw        xmm0, xmm11
     movdqa       xmm11, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm11, [rax - 96]
     movdqa       xmm12, xmm0
     pmulhuw      xmm12, [rax - 80]
@@ -26519,13 +26108,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm5, xmm6
     movdqa       xmm10, xmm15
     paddw        xmm10, [rsp + 64]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm6
     psubw        xmm15, [rsp + 64]
     movdqa       xmm6, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm15
@@ -26544,13 +26131,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm15
     paddw        xmm14, xmm0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm15, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm3, xmm7
     psubw        xmm15, xmm0
     movdqa       xmm0, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm0, [rax - 96]
     movdqa       xmm7, xmm15
     pmulhuw      xmm7, [rax - 80]
@@ -26602,9 +26187,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
@@ -26622,18 +26206,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
@@ -26642,18 +26224,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 32]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm9, [rax + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
@@ -26664,19 +26244,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm11
     paddw        xmm9, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, xmm15
     psubw        xmm11, [rsp + 32]
     movdqa       xmm15, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm15, [rax - 96]
+    pmulhuw      xmm15, [rax + 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm8, [rax + 112]
+    pmullw       xmm12, [rax + 64]
+    pmullw       xmm11, [rax + 80]
     pmullw       xmm15, xmm13
     pmullw       xmm8, xmm13
     psubw        xmm12, xmm15
@@ -26719,13 +26297,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -26775,13 +26351,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm9, xmm12
     psubw        xmm1, [rsp]
     movdqa       xmm12, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm12, [rax - 96]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm1
@@ -26860,13 +26434,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm0, xmm6
     movdqa       xmm10, xmm14
     paddw        xmm10, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm8, xmm6
     psubw        xmm14, [rsp]
     movdqa       xmm6, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm14
@@ -26885,13 +26457,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm14
     paddw        xmm8, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm3, xmm9
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm9, xmm14
     pmulhuw      xmm9, [rax - 80]
@@ -26943,9 +26513,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
@@ -26963,18 +26532,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
@@ -26983,18 +26550,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 32]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm9, [rax + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
@@ -27005,19 +26570,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm11
     paddw        xmm9, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, xmm15
     psubw        xmm11, [rsp + 32]
     movdqa       xmm15, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm15, [rax - 96]
+    pmulhuw      xmm15, [rax + 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm8, [rax + 112]
+    pmullw       xmm12, [rax + 64]
+    pmullw       xmm11, [rax + 80]
     pmullw       xmm15, xmm13
     pmullw       xmm8, xmm13
     psubw        xmm12, xmm15
@@ -27060,13 +26623,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -27116,13 +26677,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, [rsp + 96]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm9, xmm12
     psubw        xmm1, [rsp + 96]
     movdqa       xmm12, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm12, [rax - 96]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm1
@@ -27201,13 +26760,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm0, xmm6
     movdqa       xmm10, xmm14
     paddw        xmm10, [rsp + 96]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm8, xmm6
     psubw        xmm14, [rsp + 96]
     movdqa       xmm6, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm14
@@ -27226,13 +26783,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm14
     paddw        xmm8, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm3, xmm9
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm9, xmm14
     pmulhuw      xmm9, [rax - 80]
@@ -27284,9 +26839,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
@@ -27304,18 +26858,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
@@ -27324,18 +26876,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 32]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm9, [rax + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
@@ -27346,19 +26896,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm11
     paddw        xmm9, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, xmm15
     psubw        xmm11, [rsp + 32]
     movdqa       xmm15, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm15, [rax - 96]
+    pmulhuw      xmm15, [rax + 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm8, [rax + 112]
+    pmullw       xmm12, [rax + 64]
+    pmullw       xmm11, [rax + 80]
     pmullw       xmm15, xmm13
     pmullw       xmm8, xmm13
     psubw        xmm12, xmm15
@@ -27401,13 +26949,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -27457,13 +27003,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, [rsp + 64]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm9, xmm12
     psubw        xmm1, [rsp + 64]
     movdqa       xmm12, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm12, [rax - 96]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm1
@@ -27542,13 +27086,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm0, xmm6
     movdqa       xmm10, xmm14
     paddw        xmm10, [rsp + 64]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm8, xmm6
     psubw        xmm14, [rsp + 64]
     movdqa       xmm6, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm14
@@ -27567,13 +27109,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm14
     paddw        xmm8, xmm1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm3, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm3, xmm9
     psubw        xmm14, xmm1
     movdqa       xmm1, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm1, [rax - 96]
     movdqa       xmm9, xmm14
     pmulhuw      xmm9, [rax - 80]
@@ -27625,9 +27165,8 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm1
     paddw        xmm14, xmm3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
@@ -27645,18 +27184,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm6
     movdqa       xmm3, xmm5
     paddw        xmm3, xmm7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
     psubw        xmm5, xmm7
     movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
+    pmulhuw      xmm6, [rax - 32]
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
+    pmulhuw      xmm7, [rax - 16]
+    pmullw       xmm4, [rax - 64]
+    pmullw       xmm5, [rax - 48]
     pmullw       xmm6, xmm13
     pmullw       xmm7, xmm13
     psubw        xmm4, xmm6
@@ -27665,18 +27202,16 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm6, xmm10
     movdqa       xmm7, xmm9
     paddw        xmm7, xmm11
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
     psubw        xmm8, xmm10
     psubw        xmm9, xmm11
     movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
+    pmulhuw      xmm10, [rax + 32]
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
+    pmulhuw      xmm11, [rax + 48]
+    pmullw       xmm8, [rax]
+    pmullw       xmm9, [rax + 16]
     pmullw       xmm10, xmm13
     pmullw       xmm11, xmm13
     psubw        xmm8, xmm10
@@ -27687,19 +27222,17 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm11
     paddw        xmm9, [rsp + 32]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm11, [rel pw_24578 + 16]
     psubw        xmm12, xmm15
     psubw        xmm11, [rsp + 32]
     movdqa       xmm15, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm15, [rax - 96]
+    pmulhuw      xmm15, [rax + 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
+    pmulhuw      xmm8, [rax + 112]
+    pmullw       xmm12, [rax + 64]
+    pmullw       xmm11, [rax + 80]
     pmullw       xmm15, xmm13
     pmullw       xmm8, xmm13
     psubw        xmm12, xmm15
@@ -27742,13 +27275,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1
     paddw        xmm3, xmm5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm4
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
     pmulhuw      xmm4, [rax - 96]
     movdqa       xmm5, xmm1
     pmulhuw      xmm5, [rax - 80]
@@ -27798,13 +27329,11 @@ kg_newhope12289_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm1
     paddw        xmm0, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm1, [rax - 112]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm9, xmm12
     psubw        xmm1, [rsp]
     movdqa       xmm12, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
     pmulhuw      xmm12, [rax - 96]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm1
@@ -27883,13 +27412,11 @@ kg_newhope12289_ntt_inverse_sse:
     paddw        xmm0, xmm6
     movdqa       xmm10, xmm14
     paddw        xmm10, [rsp]
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
     psubw        xmm8, xmm6
     psubw        xmm14, [rsp]
     movdqa       xmm6, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
     pmulhuw      xmm6, [rax - 96]
     movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm14

@@ -117,7 +117,7 @@ static int kg_newhope12289_need(void)
     return c;
 }
 
-void kg_newhope12289_ntt_forward(uint16_t a[1024])
+void kg_newhope12289_ntt_forward(uint16_t *a)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_newhope12289_ntt_forward(uint16_t a[1024])
     }
 }
 
-void kg_newhope12289_basemul(uint16_t r[1024], const uint16_t a[1024], const uint16_t b[1024])
+void kg_newhope12289_basemul(uint16_t *r, const uint16_t *a, const uint16_t *b)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_newhope12289_basemul(uint16_t r[1024], const uint16_t a[1024], const uin
     }
 }
 
-void kg_newhope12289_ntt_inverse(uint16_t a[1024])
+void kg_newhope12289_ntt_inverse(uint16_t *a)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_ntt_inverse_avx2(a); return;
@@ -141,7 +141,7 @@ void kg_newhope12289_ntt_inverse(uint16_t a[1024])
     }
 }
 
-void kg_newhope12289_reduce_shoup(uint16_t a[1024])
+void kg_newhope12289_reduce_shoup(uint16_t *a)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_reduce_shoup_avx2(a); return;
@@ -149,7 +149,7 @@ void kg_newhope12289_reduce_shoup(uint16_t a[1024])
     }
 }
 
-void kg_newhope12289_freeze(uint16_t a[1024])
+void kg_newhope12289_freeze(uint16_t *a)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_freeze_avx2(a); return;
@@ -157,7 +157,7 @@ void kg_newhope12289_freeze(uint16_t a[1024])
     }
 }
 
-void kg_newhope12289_mulmod_shoup(uint16_t r[1024], const uint16_t a[1024], const uint16_t w[1024], const uint16_t wp[1024])
+void kg_newhope12289_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -165,7 +165,7 @@ void kg_newhope12289_mulmod_shoup(uint16_t r[1024], const uint16_t a[1024], cons
     }
 }
 
-void kg_newhope12289_muladd_shoup(uint16_t r[1024], const uint16_t a[1024], const uint16_t w[1024], const uint16_t wp[1024], const uint16_t b[1024])
+void kg_newhope12289_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b)
 {
     switch (kg_newhope12289_need()) {
     case 0: kg_newhope12289_muladd_shoup_avx2(r, a, w, wp, b); return;

@@ -8050,7 +8050,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 2 x 1824 instructions (repeated groups rolled: 11370 instructions run, 10131 written)
+;   loops: 2 x 1797 instructions (repeated groups rolled: 11370 instructions run, 10098 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 256 vector reductions
@@ -8119,15 +8119,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
     pmuludq      xmm15, [rcx - 80]
@@ -8147,15 +8145,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_2146959362]
+    paddd        xmm4, [rel pd_2146959362 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -8176,9 +8172,8 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -8186,7 +8181,6 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, [rsp + 64]                    ; reload
@@ -8505,9 +8499,8 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm5
     movdqa       xmm9, xmm12
     paddd        xmm9, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm12, xmm14
     movdqu       [rdi], xmm2
@@ -8575,15 +8568,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
     pmuludq      xmm15, [rcx - 80]
@@ -8603,15 +8594,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_2146959362]
+    paddd        xmm4, [rel pd_2146959362 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -8632,9 +8621,8 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -8642,7 +8630,6 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, [rsp + 192]                   ; reload
@@ -8961,9 +8948,8 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm5
     movdqa       xmm9, xmm12
     paddd        xmm9, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm12, xmm14
     movdqu       [rdi + 32], xmm2
@@ -9031,15 +9017,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
     pmuludq      xmm15, [rcx - 80]
@@ -9059,15 +9043,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_2146959362]
+    paddd        xmm4, [rel pd_2146959362 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -9088,9 +9070,8 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm11, [rsp + 128]                  ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -9098,7 +9079,6 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 192], xmm3                   ; spill
     movdqa       xmm3, [rsp + 32]                    ; reload
@@ -9417,9 +9397,8 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm5
     movdqa       xmm9, xmm12
     paddd        xmm9, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm12, xmm14
     movdqu       [rdi + 64], xmm2
@@ -9487,15 +9466,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm6, xmm9
     movdqa       xmm7, xmm2
     paddd        xmm7, xmm10
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm9
     psubd        xmm2, xmm10
     movshdup     xmm8, xmm11
     movshdup     xmm9, xmm12
     movdqa       xmm10, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm12
     pmuludq      xmm15, [rcx - 80]
@@ -9515,15 +9492,13 @@ kg_nfl1073479681_ntt_forward_sse:
     paddd        xmm8, xmm11
     movdqa       xmm9, xmm4
     paddd        xmm9, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
+    paddd        xmm3, [rel pd_2146959362]
+    paddd        xmm4, [rel pd_2146959362 + 16]
     psubd        xmm3, xmm11
     psubd        xmm4, xmm12
     movshdup     xmm10, xmm13
     movshdup     xmm11, xmm14
     movdqa       xmm12, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm15, xmm14
     pmuludq      xmm15, [rcx - 80]
@@ -9544,9 +9519,8 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm11, [rsp]                        ; reload
     movdqa       xmm12, xmm11
     paddd        xmm12, xmm14
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm13
     psubd        xmm11, xmm14
     movshdup     xmm13, [rsp + 96]
@@ -9554,7 +9528,6 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_nfl1073479681_ntt_forward_twiddles_sse + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_sse near byte 0
     pmuludq      xmm4, [rcx - 96]
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, [rsp + 160]                   ; reload
@@ -9921,11 +9894,10 @@ kg_nfl1073479681_ntt_forward_sse:
     movdqu       xmm15, [rdi + 240]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm1                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm15, [rcx - 128]
+    psubd        xmm15, [rel pd_2146959362]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
-    psubd        xmm8, [rcx - 112]
+    psubd        xmm8, [rel pd_2146959362 + 16]
     pminud       xmm1, xmm15
     pminud       xmm2, xmm8
     movshdup     xmm8, xmm9
@@ -10982,8 +10954,7 @@ kg_nfl1073479681_ntt_forward_sse:
     pblendw      xmm6, xmm15, 204
     pmulld       xmm8, [rcx - 128]
     pmulld       xmm9, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pd_1073479681]          ; reload
     pmulld       xmm7, xmm14
     pmulld       xmm6, xmm14
     psubd        xmm8, xmm7
@@ -12020,8 +11991,7 @@ kg_nfl1073479681_ntt_forward_sse:
     pblendw      xmm6, xmm15, 204
     pmulld       xmm8, [rcx - 128]
     pmulld       xmm9, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pd_1073479681]          ; reload
     pmulld       xmm7, xmm14
     pmulld       xmm6, xmm14
     psubd        xmm8, xmm7
@@ -13058,8 +13028,7 @@ kg_nfl1073479681_ntt_forward_sse:
     pblendw      xmm6, xmm15, 204
     pmulld       xmm8, [rcx - 128]
     pmulld       xmm9, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pd_1073479681]          ; reload
     pmulld       xmm7, xmm14
     pmulld       xmm6, xmm14
     psubd        xmm8, xmm7
@@ -14096,8 +14065,7 @@ kg_nfl1073479681_ntt_forward_sse:
     pblendw      xmm6, xmm15, 204
     pmulld       xmm8, [rcx - 128]
     pmulld       xmm9, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pd_1073479681]          ; reload
     pmulld       xmm7, xmm14
     pmulld       xmm6, xmm14
     psubd        xmm8, xmm7
@@ -15134,8 +15102,7 @@ kg_nfl1073479681_ntt_forward_sse:
     pblendw      xmm6, xmm15, 204
     pmulld       xmm8, [rcx - 128]
     pmulld       xmm9, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm14, [rcx - 128]                  ; reload
+    movdqu       xmm14, [rel pd_1073479681]          ; reload
     pmulld       xmm7, xmm14
     pmulld       xmm6, xmm14
     psubd        xmm8, xmm7
@@ -20929,7 +20896,7 @@ kg_nfl1073479681_basemul_sse:
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 2 x 997 instructions (repeated groups rolled: 11769 instructions run, 11415 written)
+;   loops: 2 x 983 instructions (repeated groups rolled: 11769 instructions run, 11148 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 288 vector reductions
@@ -20950,8 +20917,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     mov rbp, rsp
     and rsp, -32
     sub rsp, 256
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm0, [rcx - 128]                   ; q = 1073479681
+    movdqu       xmm0, [rel pd_1073479681]           ; q = 1073479681
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -20975,9 +20941,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm1
@@ -21014,9 +20979,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
@@ -21025,9 +20989,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -21062,9 +21025,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
@@ -21073,9 +21035,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 128]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
@@ -21111,9 +21072,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm0
     pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
@@ -21124,9 +21084,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 64]
     psubd        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm8                    ; spill
@@ -21165,9 +21124,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm0
     pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
@@ -21233,9 +21191,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -21263,9 +21220,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 128]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 192]
     psubd        xmm12, [rsp + 128]
     movshdup     xmm15, xmm8
@@ -21273,19 +21229,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 448
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm0
     pmulld       xmm7, xmm0
     psubd        xmm8, xmm4
@@ -21295,27 +21250,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 640] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 512
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 224], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm0
     pmulld       xmm14, xmm0
     psubd        xmm4, xmm15
@@ -21324,26 +21277,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm1
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm1, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm1
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 576
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm1, [rcx + 80]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
     psubd        xmm6, xmm14
@@ -21416,8 +21367,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm1, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm2, [rcx - 128]                   ; reload
+    movdqu       xmm2, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm1, xmm2
     psubd        xmm11, xmm6
@@ -21767,16 +21717,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 160]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm1
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm1
     movshdup     xmm1, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1280] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1152
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm14
@@ -21839,15 +21787,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm0, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1216
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -21953,16 +21899,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm0
     movshdup     xmm5, xmm10
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm10
@@ -21984,15 +21928,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm5
@@ -22053,28 +21995,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1344
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -22092,9 +22032,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -22103,9 +22042,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -22140,9 +22078,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -22151,9 +22088,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 192]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 192]
     movshdup     xmm11, xmm9
@@ -22189,9 +22125,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -22202,9 +22137,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 160]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp]
     psubd        xmm12, [rsp + 160]
     movdqa       [rsp + 160], xmm8                   ; spill
@@ -22243,9 +22177,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm9
@@ -22311,9 +22244,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -22341,9 +22273,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 192]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 32]
     psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm8
@@ -22351,19 +22282,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1792
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -22373,27 +22303,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1984] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1856
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -22402,26 +22330,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2048] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1920
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -22494,8 +22420,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm1, [rcx - 128]                   ; reload
+    movdqu       xmm1, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
     psubd        xmm11, xmm6
@@ -22845,16 +22770,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2624] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2496
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -22917,15 +22840,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2560
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -23031,16 +22952,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 96]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm2
     movshdup     xmm5, xmm10
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
@@ -23062,15 +22981,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 192]                   ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm5
@@ -23131,28 +23048,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2688
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm13, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm13
@@ -23170,9 +23085,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm14, xmm12
@@ -23181,9 +23095,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -23218,9 +23131,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm3, xmm12
@@ -23229,9 +23141,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 32]
     movshdup     xmm11, xmm9
@@ -23267,9 +23178,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm7, xmm12
@@ -23280,9 +23190,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 96]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 128]
     psubd        xmm12, [rsp + 96]
     movdqa       [rsp + 96], xmm8                    ; spill
@@ -23321,9 +23230,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm9
@@ -23389,9 +23297,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -23419,9 +23326,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 160]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm8
@@ -23429,19 +23335,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3136
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 224], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm8, xmm4
@@ -23451,27 +23356,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3328] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3200
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm4, xmm15
@@ -23480,26 +23383,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3392] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3264
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm6, xmm14
@@ -23572,8 +23473,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm2, [rcx - 128]                   ; reload
+    movdqu       xmm2, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm0, xmm2
     psubd        xmm11, xmm6
@@ -23923,16 +23823,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 224]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 224], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3968] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3840
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -23995,15 +23893,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3904
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -24109,16 +24005,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 224]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm1
     movshdup     xmm5, xmm10
     movdqa       [rsp + 224], xmm15                  ; spill
     movdqa       xmm15, xmm1
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm10
@@ -24140,15 +24034,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm5
@@ -24209,28 +24101,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp], xmm13                        ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4160] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4032
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 160], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -24248,9 +24138,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -24259,9 +24148,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -24296,9 +24184,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -24307,9 +24194,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 160]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 160]
     movshdup     xmm11, xmm9
@@ -24345,9 +24231,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -24358,9 +24243,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 224]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 192]
     psubd        xmm12, [rsp + 224]
     movdqa       [rsp + 224], xmm8                   ; spill
@@ -24399,9 +24283,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm9
@@ -24467,9 +24350,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -24497,9 +24379,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 160]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 96]
     psubd        xmm12, [rsp + 160]
     movshdup     xmm15, xmm8
@@ -24507,19 +24388,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4480
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -24529,27 +24409,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4672] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4544
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -24558,26 +24436,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4736] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4608
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -24650,8 +24526,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm1, [rcx - 128]                   ; reload
+    movdqu       xmm1, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
     psubd        xmm11, xmm6
@@ -25001,16 +24876,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5312] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5184
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -25073,15 +24946,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5248
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -25187,16 +25058,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm2
     movshdup     xmm5, xmm10
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm10
@@ -25218,15 +25087,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 160]                   ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm5
@@ -25287,28 +25154,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5504] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5376
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm13, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm13
@@ -25326,9 +25191,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm14, xmm12
@@ -25337,9 +25201,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -25374,9 +25237,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm3, xmm12
@@ -25385,9 +25247,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 96]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 96]
     movshdup     xmm11, xmm9
@@ -25423,9 +25284,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm7, xmm12
@@ -25436,9 +25296,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 160]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 32]
     psubd        xmm12, [rsp + 64]
     movdqa       [rsp + 64], xmm8                    ; spill
@@ -25477,9 +25336,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm9
@@ -25545,9 +25403,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -25575,9 +25432,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 96]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 224]
     psubd        xmm12, [rsp + 96]
     movshdup     xmm15, xmm8
@@ -25585,19 +25441,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 224], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5952] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5824
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp], xmm7                         ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm8, xmm4
@@ -25607,27 +25462,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6016] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5888
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm4, xmm15
@@ -25636,26 +25489,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6080] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5952
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm6, xmm14
@@ -25728,8 +25579,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm2, [rcx - 128]                   ; reload
+    movdqu       xmm2, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm2
     pmulld       xmm0, xmm2
     psubd        xmm11, xmm6
@@ -26079,16 +25929,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp]                        ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6656] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6528
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -26151,15 +25999,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6592
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -26265,16 +26111,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp]                        ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm1
     movshdup     xmm5, xmm10
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, xmm1
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm10
@@ -26296,15 +26140,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm5
@@ -26365,28 +26207,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp + 192], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6848] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6720
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 224], xmm12                  ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -26404,9 +26244,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -26415,9 +26254,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -26452,9 +26290,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -26463,9 +26300,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 224]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 224]
     movshdup     xmm11, xmm9
@@ -26501,9 +26337,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -26514,9 +26349,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 160]
     psubd        xmm12, [rsp]
     movdqa       [rsp], xmm8                         ; spill
@@ -26555,9 +26389,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm2
     pmulld       xmm10, xmm2
     psubd        xmm11, xmm9
@@ -26623,9 +26456,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -26653,9 +26485,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 224]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 64]
     psubd        xmm12, [rsp + 224]
     movshdup     xmm15, xmm8
@@ -26663,19 +26494,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7168
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -26685,27 +26515,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7360] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7232
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -26714,26 +26542,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7424] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7296
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -26806,8 +26632,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm0, xmm13, 204
     pmulld       xmm11, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    lea          rcx, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm1, [rcx - 128]                   ; reload
+    movdqu       xmm1, [rel pd_1073479681]           ; reload
     pmulld       xmm6, xmm1
     pmulld       xmm0, xmm1
     psubd        xmm11, xmm6
@@ -27157,16 +26982,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 128]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8000] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7872
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -27229,15 +27052,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7936
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -27343,16 +27164,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm2
     movshdup     xmm5, xmm10
     movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
@@ -27374,15 +27193,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 224]                   ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 224], xmm10                  ; spill
     movdqa       xmm10, xmm5
@@ -27443,28 +27260,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm2
     movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8192] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8064
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm2
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
     pmulld       xmm13, xmm1
     pmulld       xmm12, xmm1
     psubd        xmm0, xmm13
@@ -27482,9 +27297,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm14, xmm12
@@ -27493,9 +27307,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -27530,9 +27343,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm3, xmm12
@@ -27541,9 +27353,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp + 64]
     movshdup     xmm11, xmm9
@@ -27579,9 +27390,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm1
     pmulld       xmm13, xmm1
     psubd        xmm7, xmm12
@@ -27592,9 +27402,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 224]                  ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 128]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 96]
     psubd        xmm12, [rsp + 128]
     movdqa       [rsp + 128], xmm8                   ; spill
@@ -27633,9 +27442,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm9, xmm7, 204
     pblendw      xmm10, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm11, [rel pd_8388608]
+    pmulld       xmm13, [rel pd_8388608 + 16]
     pmulld       xmm9, xmm1
     pmulld       xmm10, xmm1
     psubd        xmm11, xmm9
@@ -27701,9 +27509,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -27731,9 +27538,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp]
     psubd        xmm12, [rsp + 64]
     movshdup     xmm15, xmm8
@@ -27741,19 +27547,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8640] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8512
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 192], xmm7                   ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm1
     pmulld       xmm7, xmm1
     psubd        xmm8, xmm4
@@ -27763,27 +27568,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8576
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 160], xmm14                  ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm4, xmm15
@@ -27792,26 +27595,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8768] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8640
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm6, xmm14
@@ -28234,16 +28035,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 192], xmm12                  ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9216
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 224], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -28306,15 +28105,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9280
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -28420,16 +28217,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm1, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm1
     movshdup     xmm5, xmm10
     movdqa       [rsp + 192], xmm15                  ; spill
     movdqa       xmm15, xmm1
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 224], xmm13                  ; spill
     movdqa       xmm13, xmm10
@@ -28451,15 +28246,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm5, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm5
     paddd        xmm13, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm5, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm5, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm9
     psubd        xmm5, xmm6
     movshdup     xmm6, xmm11
     movshdup     xmm9, xmm5
     movdqa       xmm15, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm5
@@ -28520,28 +28313,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 224], xmm15                  ; spill
     movdqa       xmm15, xmm1
     paddd        xmm15, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm1, xmm4
     movshdup     xmm3, xmm0
     movshdup     xmm4, xmm1
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9536] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9408
-    pmuludq      xmm13, [rcx - 96]
+    pmuludq      xmm13, [rcx - 32]
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm1
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
-    pmuludq      xmm3, [rcx - 64]
-    pmuludq      xmm4, [rcx - 48]
+    pmuludq      xmm3, [rcx]
+    pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 48]
     pmulld       xmm13, xmm2
     pmulld       xmm12, xmm2
     psubd        xmm0, xmm13
@@ -28559,9 +28350,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 112]
     pblendw      xmm12, xmm3, 204
     pblendw      xmm13, xmm4, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm14, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, [rel pd_8388608]
+    pmulld       xmm15, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm14, xmm12
@@ -28570,9 +28360,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
@@ -28607,9 +28396,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm8, [rcx - 112]
     pblendw      xmm12, xmm7, 204
     pblendw      xmm13, xmm8, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
+    pmulld       xmm3, [rel pd_8388608]
+    pmulld       xmm4, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm3, xmm12
@@ -28618,9 +28406,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, [rsp]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, [rsp]
     movshdup     xmm11, xmm9
@@ -28656,9 +28443,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 112]
     pblendw      xmm12, xmm4, 204
     pblendw      xmm13, xmm11, 204
-    lea          rcx, [rel pd_8388608 + 128]         ; addresses pd_8388608 near byte 0
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm7, [rel pd_8388608]
+    pmulld       xmm8, [rel pd_8388608 + 16]
     pmulld       xmm12, xmm2
     pmulld       xmm13, xmm2
     psubd        xmm7, xmm12
@@ -28669,9 +28455,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 64]                   ; reload
     movdqa       xmm13, xmm12
     paddd        xmm13, [rsp + 192]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 224]
     psubd        xmm12, [rsp + 192]
     movdqa       [rsp + 192], xmm8                   ; spill
@@ -28777,9 +28562,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm1, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm7, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm14
     psubd        xmm7, xmm15
     movshdup     xmm12, xmm9
@@ -28807,9 +28591,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm8, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm8, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm8, [rsp + 128]
     psubd        xmm12, [rsp]
     movshdup     xmm15, xmm8
@@ -28817,19 +28600,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm14, xmm12
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9984] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9856
-    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
+    pmuludq      xmm7, [rcx - 16]
     movshdup     xmm4, xmm4
     movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm15, [rcx - 32]
+    pmuludq      xmm14, [rcx - 16]
     pblendw      xmm4, xmm15, 204
     pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm8, [rcx - 64]
+    pmulld       xmm12, [rcx - 48]
     pmulld       xmm4, xmm2
     pmulld       xmm7, xmm2
     psubd        xmm8, xmm4
@@ -28839,27 +28621,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm10
     movdqa       xmm14, xmm3
     paddd        xmm14, xmm5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm3, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10048] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9920
-    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm15, [rcx + 32]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 48]
     movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm5, [rcx + 32]
+    pmuludq      xmm10, [rcx + 48]
     pblendw      xmm15, xmm5, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm4, [rcx]
+    pmulld       xmm3, [rcx + 16]
     pmulld       xmm15, xmm2
     pmulld       xmm14, xmm2
     psubd        xmm4, xmm15
@@ -28868,26 +28648,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm0
     paddd        xmm10, xmm13
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
+    paddd        xmm6, [rel pd_2146959362]
+    paddd        xmm0, [rel pd_2146959362 + 16]
     psubd        xmm6, xmm11
     psubd        xmm0, xmm13
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm0
     movdqa       xmm14, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9984
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 96]
     movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
+    pmuludq      xmm11, [rcx + 96]
+    pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
+    pmulld       xmm6, [rcx + 64]
+    pmulld       xmm0, [rcx + 80]
     pmulld       xmm14, xmm2
     pmulld       xmm15, xmm2
     psubd        xmm6, xmm14
@@ -29310,16 +29088,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm14, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm14
     paddd        xmm15, xmm0
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm11, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm11, xmm10
     psubd        xmm14, xmm0
     movshdup     xmm0, xmm11
     movshdup     xmm10, xmm14
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10560
     pmuludq      xmm12, [rcx - 96]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -29382,15 +29158,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm2, xmm7
     movdqa       xmm8, xmm6
     paddd        xmm8, xmm3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm6, xmm3
     movshdup     xmm3, xmm9
     movshdup     xmm7, xmm6
     movdqa       xmm12, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10624
     pmuludq      xmm12, [rcx - 96]
     movdqa       xmm14, xmm6
     pmuludq      xmm14, [rcx - 80]
@@ -29496,16 +29270,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm10
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm5
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm2
     movshdup     xmm5, xmm10
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10688
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm10
@@ -29808,15 +29580,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm11, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -29880,16 +29650,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm10, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm10
     movdqa       [rsp + 64], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm10
@@ -29994,15 +29762,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm11, xmm14
     paddd        xmm11, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 32]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -30025,16 +29791,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm10
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm2
     psubd        xmm13, xmm10
     movshdup     xmm2, xmm4
     movshdup     xmm10, xmm13
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
@@ -30307,15 +30071,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm11, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm11, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -30379,16 +30141,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm10, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm10, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm10
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
@@ -30493,15 +30253,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm11, xmm14
     paddd        xmm11, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 64]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -30596,9 +30354,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -30626,26 +30383,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10816
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm14, xmm7, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm5, xmm14
@@ -30654,26 +30409,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, xmm12
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm14, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10880
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       xmm15, xmm10
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm9, xmm14
@@ -30683,9 +30436,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm13, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 128]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm13
@@ -30693,19 +30445,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm12
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm14, xmm14
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm15, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm9, xmm15, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm9, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm9
@@ -30758,15 +30509,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm10, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -30830,16 +30579,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm11
@@ -30944,15 +30691,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm10, xmm14
     paddd        xmm10, [rsp + 128]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 128]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -30975,16 +30720,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm2
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm13
@@ -31045,9 +30788,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -31075,26 +30817,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10816
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm14, xmm7, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm5, xmm14
@@ -31103,26 +30843,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, xmm12
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm14, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10880
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       xmm15, xmm10
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm9, xmm14
@@ -31132,9 +30870,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm13, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 64]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm13
@@ -31142,19 +30879,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm12
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm14, xmm14
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm15, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm9, xmm15, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm9, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm9
@@ -31207,15 +30943,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm10, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -31279,16 +31013,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm11
@@ -31393,15 +31125,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm10, xmm14
     paddd        xmm10, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 64]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
@@ -31424,16 +31154,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm2
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm13
@@ -31494,9 +31222,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -31524,26 +31251,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10816
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm14, xmm7, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm5, xmm14
@@ -31552,26 +31277,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, xmm12
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm14, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10880
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       xmm15, xmm10
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm9, xmm14
@@ -31581,9 +31304,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm13, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 128]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm13
@@ -31591,19 +31313,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm12
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm14, xmm14
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm15, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm9, xmm15, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm9, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm9
@@ -31656,15 +31377,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm10, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -31728,16 +31447,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm11
@@ -31842,15 +31559,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm10, xmm14
     paddd        xmm10, [rsp + 128]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 128]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
@@ -31873,16 +31588,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm13, [rsp]                        ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm13, [rcx - 112]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
     psubd        xmm4, xmm2
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm13
@@ -31943,9 +31656,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm3
     psubd        xmm2, xmm4
     movshdup     xmm3, xmm0
@@ -31973,26 +31685,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm7
     movdqa       xmm4, xmm6
     paddd        xmm4, xmm8
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
+    paddd        xmm5, [rel pd_2146959362]
+    paddd        xmm6, [rel pd_2146959362 + 16]
     psubd        xmm5, xmm7
     psubd        xmm6, xmm8
     movshdup     xmm7, xmm5
     movshdup     xmm8, xmm6
     movdqa       xmm14, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10816
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx - 32]
     movdqa       xmm15, xmm6
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx - 16]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
+    pmuludq      xmm7, [rcx - 32]
+    pmuludq      xmm8, [rcx - 16]
     pblendw      xmm14, xmm7, 204
     pblendw      xmm15, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
+    pmulld       xmm5, [rcx - 64]
+    pmulld       xmm6, [rcx - 48]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm5, xmm14
@@ -32001,26 +31711,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
     paddd        xmm8, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm10, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
     psubd        xmm10, xmm12
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm14, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10880
-    pmuludq      xmm14, [rcx - 96]
+    pmuludq      xmm14, [rcx + 32]
     movdqa       xmm15, xmm10
-    pmuludq      xmm15, [rcx - 80]
+    pmuludq      xmm15, [rcx + 48]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
-    pmuludq      xmm11, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
+    pmuludq      xmm11, [rcx + 32]
+    pmuludq      xmm12, [rcx + 48]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm12, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm10, [rcx - 112]
+    pmulld       xmm9, [rcx]
+    pmulld       xmm10, [rcx + 16]
     pmulld       xmm14, xmm1
     pmulld       xmm15, xmm1
     psubd        xmm9, xmm14
@@ -32030,9 +31738,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm14, xmm12
     paddd        xmm14, [rsp + 32]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
+    paddd        xmm13, [rel pd_2146959362]
+    paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 64]
     psubd        xmm12, [rsp + 32]
     movshdup     xmm15, xmm13
@@ -32040,19 +31747,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
-    pmuludq      xmm9, [rcx - 96]
+    pmuludq      xmm9, [rcx + 96]
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm12
-    pmuludq      xmm14, [rcx - 80]
+    pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
     movshdup     xmm14, xmm14
-    pmuludq      xmm15, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
+    pmuludq      xmm15, [rcx + 96]
+    pmuludq      xmm10, [rcx + 112]
     pblendw      xmm9, xmm15, 204
     pblendw      xmm14, xmm10, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
+    pmulld       xmm13, [rcx + 64]
+    pmulld       xmm12, [rcx + 80]
     pmulld       xmm9, xmm1
     pmulld       xmm14, xmm1
     psubd        xmm13, xmm9
@@ -32105,15 +31811,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
+    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
     psubd        xmm0, xmm5
     psubd        xmm2, xmm6
     movshdup     xmm5, xmm0
     movshdup     xmm6, xmm2
     movdqa       xmm10, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11008
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -32177,16 +31881,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm2, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
+    paddd        xmm2, [rel pd_2146959362]
+    paddd        xmm11, [rel pd_2146959362 + 16]
     psubd        xmm2, xmm13
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
     movdqa       [rsp + 32], xmm0                    ; spill
     movdqa       xmm0, xmm2
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm0, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm11
@@ -32291,15 +31993,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     paddd        xmm6, xmm7
     movdqa       xmm10, xmm14
     paddd        xmm10, [rsp + 64]
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
     psubd        xmm14, [rsp + 64]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14

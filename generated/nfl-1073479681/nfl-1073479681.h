@@ -112,6 +112,100 @@ static const uint16_t kg_nfl1073479681_ntt_positions[512][1] = {
     {496}, {504}, {497}, {505}, {498}, {506}, {499}, {507}, {500}, {508}, {501}, {509}, {502}, {510}, {503}, {511},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_nfl1073479681_ntt_to_standard[512] = {
+    0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
+    16, 24, 17, 25, 18, 26, 19, 27, 20, 28, 21, 29, 22, 30, 23, 31,
+    32, 40, 33, 41, 34, 42, 35, 43, 36, 44, 37, 45, 38, 46, 39, 47,
+    48, 56, 49, 57, 50, 58, 51, 59, 52, 60, 53, 61, 54, 62, 55, 63,
+    64, 72, 65, 73, 66, 74, 67, 75, 68, 76, 69, 77, 70, 78, 71, 79,
+    80, 88, 81, 89, 82, 90, 83, 91, 84, 92, 85, 93, 86, 94, 87, 95,
+    96, 104, 97, 105, 98, 106, 99, 107, 100, 108, 101, 109, 102, 110, 103, 111,
+    112, 120, 113, 121, 114, 122, 115, 123, 116, 124, 117, 125, 118, 126, 119, 127,
+    128, 136, 129, 137, 130, 138, 131, 139, 132, 140, 133, 141, 134, 142, 135, 143,
+    144, 152, 145, 153, 146, 154, 147, 155, 148, 156, 149, 157, 150, 158, 151, 159,
+    160, 168, 161, 169, 162, 170, 163, 171, 164, 172, 165, 173, 166, 174, 167, 175,
+    176, 184, 177, 185, 178, 186, 179, 187, 180, 188, 181, 189, 182, 190, 183, 191,
+    192, 200, 193, 201, 194, 202, 195, 203, 196, 204, 197, 205, 198, 206, 199, 207,
+    208, 216, 209, 217, 210, 218, 211, 219, 212, 220, 213, 221, 214, 222, 215, 223,
+    224, 232, 225, 233, 226, 234, 227, 235, 228, 236, 229, 237, 230, 238, 231, 239,
+    240, 248, 241, 249, 242, 250, 243, 251, 244, 252, 245, 253, 246, 254, 247, 255,
+    256, 264, 257, 265, 258, 266, 259, 267, 260, 268, 261, 269, 262, 270, 263, 271,
+    272, 280, 273, 281, 274, 282, 275, 283, 276, 284, 277, 285, 278, 286, 279, 287,
+    288, 296, 289, 297, 290, 298, 291, 299, 292, 300, 293, 301, 294, 302, 295, 303,
+    304, 312, 305, 313, 306, 314, 307, 315, 308, 316, 309, 317, 310, 318, 311, 319,
+    320, 328, 321, 329, 322, 330, 323, 331, 324, 332, 325, 333, 326, 334, 327, 335,
+    336, 344, 337, 345, 338, 346, 339, 347, 340, 348, 341, 349, 342, 350, 343, 351,
+    352, 360, 353, 361, 354, 362, 355, 363, 356, 364, 357, 365, 358, 366, 359, 367,
+    368, 376, 369, 377, 370, 378, 371, 379, 372, 380, 373, 381, 374, 382, 375, 383,
+    384, 392, 385, 393, 386, 394, 387, 395, 388, 396, 389, 397, 390, 398, 391, 399,
+    400, 408, 401, 409, 402, 410, 403, 411, 404, 412, 405, 413, 406, 414, 407, 415,
+    416, 424, 417, 425, 418, 426, 419, 427, 420, 428, 421, 429, 422, 430, 423, 431,
+    432, 440, 433, 441, 434, 442, 435, 443, 436, 444, 437, 445, 438, 446, 439, 447,
+    448, 456, 449, 457, 450, 458, 451, 459, 452, 460, 453, 461, 454, 462, 455, 463,
+    464, 472, 465, 473, 466, 474, 467, 475, 468, 476, 469, 477, 470, 478, 471, 479,
+    480, 488, 481, 489, 482, 490, 483, 491, 484, 492, 485, 493, 486, 494, 487, 495,
+    496, 504, 497, 505, 498, 506, 499, 507, 500, 508, 501, 509, 502, 510, 503, 511,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_nfl1073479681_ntt_from_standard[512] = {
+    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+    16, 18, 20, 22, 24, 26, 28, 30, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 33, 35, 37, 39, 41, 43, 45, 47,
+    48, 50, 52, 54, 56, 58, 60, 62, 49, 51, 53, 55, 57, 59, 61, 63,
+    64, 66, 68, 70, 72, 74, 76, 78, 65, 67, 69, 71, 73, 75, 77, 79,
+    80, 82, 84, 86, 88, 90, 92, 94, 81, 83, 85, 87, 89, 91, 93, 95,
+    96, 98, 100, 102, 104, 106, 108, 110, 97, 99, 101, 103, 105, 107, 109, 111,
+    112, 114, 116, 118, 120, 122, 124, 126, 113, 115, 117, 119, 121, 123, 125, 127,
+    128, 130, 132, 134, 136, 138, 140, 142, 129, 131, 133, 135, 137, 139, 141, 143,
+    144, 146, 148, 150, 152, 154, 156, 158, 145, 147, 149, 151, 153, 155, 157, 159,
+    160, 162, 164, 166, 168, 170, 172, 174, 161, 163, 165, 167, 169, 171, 173, 175,
+    176, 178, 180, 182, 184, 186, 188, 190, 177, 179, 181, 183, 185, 187, 189, 191,
+    192, 194, 196, 198, 200, 202, 204, 206, 193, 195, 197, 199, 201, 203, 205, 207,
+    208, 210, 212, 214, 216, 218, 220, 222, 209, 211, 213, 215, 217, 219, 221, 223,
+    224, 226, 228, 230, 232, 234, 236, 238, 225, 227, 229, 231, 233, 235, 237, 239,
+    240, 242, 244, 246, 248, 250, 252, 254, 241, 243, 245, 247, 249, 251, 253, 255,
+    256, 258, 260, 262, 264, 266, 268, 270, 257, 259, 261, 263, 265, 267, 269, 271,
+    272, 274, 276, 278, 280, 282, 284, 286, 273, 275, 277, 279, 281, 283, 285, 287,
+    288, 290, 292, 294, 296, 298, 300, 302, 289, 291, 293, 295, 297, 299, 301, 303,
+    304, 306, 308, 310, 312, 314, 316, 318, 305, 307, 309, 311, 313, 315, 317, 319,
+    320, 322, 324, 326, 328, 330, 332, 334, 321, 323, 325, 327, 329, 331, 333, 335,
+    336, 338, 340, 342, 344, 346, 348, 350, 337, 339, 341, 343, 345, 347, 349, 351,
+    352, 354, 356, 358, 360, 362, 364, 366, 353, 355, 357, 359, 361, 363, 365, 367,
+    368, 370, 372, 374, 376, 378, 380, 382, 369, 371, 373, 375, 377, 379, 381, 383,
+    384, 386, 388, 390, 392, 394, 396, 398, 385, 387, 389, 391, 393, 395, 397, 399,
+    400, 402, 404, 406, 408, 410, 412, 414, 401, 403, 405, 407, 409, 411, 413, 415,
+    416, 418, 420, 422, 424, 426, 428, 430, 417, 419, 421, 423, 425, 427, 429, 431,
+    432, 434, 436, 438, 440, 442, 444, 446, 433, 435, 437, 439, 441, 443, 445, 447,
+    448, 450, 452, 454, 456, 458, 460, 462, 449, 451, 453, 455, 457, 459, 461, 463,
+    464, 466, 468, 470, 472, 474, 476, 478, 465, 467, 469, 471, 473, 475, 477, 479,
+    480, 482, 484, 486, 488, 490, 492, 494, 481, 483, 485, 487, 489, 491, 493, 495,
+    496, 498, 500, 502, 504, 506, 508, 510, 497, 499, 501, 503, 505, 507, 509, 511,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_NFL1073479681_NTT_FORWARD_A_LEN 512
+#define KG_NFL1073479681_BASEMUL_R_LEN 512
+#define KG_NFL1073479681_BASEMUL_A_LEN 512
+#define KG_NFL1073479681_BASEMUL_B_LEN 512
+#define KG_NFL1073479681_NTT_INVERSE_A_LEN 512
+#define KG_NFL1073479681_REDUCE_SHOUP_A_LEN 512
+#define KG_NFL1073479681_FREEZE_A_LEN 512
+#define KG_NFL1073479681_MULMOD_SHOUP_R_LEN 512
+#define KG_NFL1073479681_MULMOD_SHOUP_A_LEN 512
+#define KG_NFL1073479681_MULMOD_SHOUP_W_LEN 512
+#define KG_NFL1073479681_MULMOD_SHOUP_WP_LEN 512
+#define KG_NFL1073479681_MULADD_SHOUP_R_LEN 512
+#define KG_NFL1073479681_MULADD_SHOUP_A_LEN 512
+#define KG_NFL1073479681_MULADD_SHOUP_W_LEN 512
+#define KG_NFL1073479681_MULADD_SHOUP_WP_LEN 512
+#define KG_NFL1073479681_MULADD_SHOUP_B_LEN 512
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -122,9 +216,9 @@ extern "C" {
  *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_ntt_forward_avx2(uint32_t a[512]);
+void kg_nfl1073479681_ntt_forward_avx2(uint32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -132,11 +226,11 @@ void kg_nfl1073479681_ntt_forward_avx2(uint32_t a[512]);
  *   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_basemul_avx2(uint32_t r[512], const uint32_t a[512], const uint32_t b[512]);
+void kg_nfl1073479681_basemul_avx2(uint32_t *r, const uint32_t *a, const uint32_t *b);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
@@ -144,52 +238,52 @@ void kg_nfl1073479681_basemul_avx2(uint32_t r[512], const uint32_t a[512], const
  *   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_ntt_inverse_avx2(uint32_t a[512]);
+void kg_nfl1073479681_ntt_inverse_avx2(uint32_t *a);
 
 
 /* reduce a[512] in place mod 1073479681 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_reduce_shoup_avx2(uint32_t a[512]);
+void kg_nfl1073479681_reduce_shoup_avx2(uint32_t *a);
 
 
 /* a[512] in place to canonical form in [0, 1073479681) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1073479681) unsigned)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_freeze_avx2(uint32_t a[512]);
+void kg_nfl1073479681_freeze_avx2(uint32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_mulmod_shoup_avx2(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512]);
+void kg_nfl1073479681_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   w: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   wp: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
- *   b: 512 x uint32_t, in, 4-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  */
-void kg_nfl1073479681_muladd_shoup_avx2(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512], const uint32_t b[512]);
+void kg_nfl1073479681_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
@@ -197,9 +291,9 @@ void kg_nfl1073479681_muladd_shoup_avx2(uint32_t r[512], const uint32_t a[512], 
  *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_ntt_forward_sse(uint32_t a[512]);
+void kg_nfl1073479681_ntt_forward_sse(uint32_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -207,11 +301,11 @@ void kg_nfl1073479681_ntt_forward_sse(uint32_t a[512]);
  *   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_basemul_sse(uint32_t r[512], const uint32_t a[512], const uint32_t b[512]);
+void kg_nfl1073479681_basemul_sse(uint32_t *r, const uint32_t *a, const uint32_t *b);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
@@ -219,52 +313,52 @@ void kg_nfl1073479681_basemul_sse(uint32_t r[512], const uint32_t a[512], const 
  *   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_ntt_inverse_sse(uint32_t a[512]);
+void kg_nfl1073479681_ntt_inverse_sse(uint32_t *a);
 
 
 /* reduce a[512] in place mod 1073479681 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_reduce_shoup_sse(uint32_t a[512]);
+void kg_nfl1073479681_reduce_shoup_sse(uint32_t *a);
 
 
 /* a[512] in place to canonical form in [0, 1073479681) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1073479681) unsigned)
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   a: 512 x uint32_t, inout, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_freeze_sse(uint32_t a[512]);
+void kg_nfl1073479681_freeze_sse(uint32_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_mulmod_shoup_sse(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512]);
+void kg_nfl1073479681_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
- *   r: 512 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)
- *   a: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   w: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   wp: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
- *   b: 512 x uint32_t, in, 4-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  */
-void kg_nfl1073479681_muladd_shoup_sse(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512], const uint32_t b[512]);
+void kg_nfl1073479681_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* Dispatch: nfl-1073479681_dispatch.c (optional; compile and link it to use these).
@@ -277,13 +371,13 @@ void kg_nfl1073479681_muladd_shoup_sse(uint32_t r[512], const uint32_t a[512], c
  */
 const char *kg_nfl1073479681_isa(void);
 int kg_nfl1073479681_use_isa(const char *isa);
-void kg_nfl1073479681_ntt_forward(uint32_t a[512]);
-void kg_nfl1073479681_basemul(uint32_t r[512], const uint32_t a[512], const uint32_t b[512]);
-void kg_nfl1073479681_ntt_inverse(uint32_t a[512]);
-void kg_nfl1073479681_reduce_shoup(uint32_t a[512]);
-void kg_nfl1073479681_freeze(uint32_t a[512]);
-void kg_nfl1073479681_mulmod_shoup(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512]);
-void kg_nfl1073479681_muladd_shoup(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512], const uint32_t b[512]);
+void kg_nfl1073479681_ntt_forward(uint32_t *a);
+void kg_nfl1073479681_basemul(uint32_t *r, const uint32_t *a, const uint32_t *b);
+void kg_nfl1073479681_ntt_inverse(uint32_t *a);
+void kg_nfl1073479681_reduce_shoup(uint32_t *a);
+void kg_nfl1073479681_freeze(uint32_t *a);
+void kg_nfl1073479681_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+void kg_nfl1073479681_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 #ifdef __cplusplus

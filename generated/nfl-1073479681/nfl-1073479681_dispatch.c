@@ -117,7 +117,7 @@ static int kg_nfl1073479681_need(void)
     return c;
 }
 
-void kg_nfl1073479681_ntt_forward(uint32_t a[512])
+void kg_nfl1073479681_ntt_forward(uint32_t *a)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_nfl1073479681_ntt_forward(uint32_t a[512])
     }
 }
 
-void kg_nfl1073479681_basemul(uint32_t r[512], const uint32_t a[512], const uint32_t b[512])
+void kg_nfl1073479681_basemul(uint32_t *r, const uint32_t *a, const uint32_t *b)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_nfl1073479681_basemul(uint32_t r[512], const uint32_t a[512], const uint
     }
 }
 
-void kg_nfl1073479681_ntt_inverse(uint32_t a[512])
+void kg_nfl1073479681_ntt_inverse(uint32_t *a)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_ntt_inverse_avx2(a); return;
@@ -141,7 +141,7 @@ void kg_nfl1073479681_ntt_inverse(uint32_t a[512])
     }
 }
 
-void kg_nfl1073479681_reduce_shoup(uint32_t a[512])
+void kg_nfl1073479681_reduce_shoup(uint32_t *a)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_reduce_shoup_avx2(a); return;
@@ -149,7 +149,7 @@ void kg_nfl1073479681_reduce_shoup(uint32_t a[512])
     }
 }
 
-void kg_nfl1073479681_freeze(uint32_t a[512])
+void kg_nfl1073479681_freeze(uint32_t *a)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_freeze_avx2(a); return;
@@ -157,7 +157,7 @@ void kg_nfl1073479681_freeze(uint32_t a[512])
     }
 }
 
-void kg_nfl1073479681_mulmod_shoup(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512])
+void kg_nfl1073479681_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -165,7 +165,7 @@ void kg_nfl1073479681_mulmod_shoup(uint32_t r[512], const uint32_t a[512], const
     }
 }
 
-void kg_nfl1073479681_muladd_shoup(uint32_t r[512], const uint32_t a[512], const uint32_t w[512], const uint32_t wp[512], const uint32_t b[512])
+void kg_nfl1073479681_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b)
 {
     switch (kg_nfl1073479681_need()) {
     case 0: kg_nfl1073479681_muladd_shoup_avx2(r, a, w, wp, b); return;

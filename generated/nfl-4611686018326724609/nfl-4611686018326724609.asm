@@ -4199,7 +4199,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 32 x 414 and 5 x 1091 and 2 x 430 and 4 x 286 and 8 x 142 and 31 x 691 instructions (repeated groups rolled: 43267 instructions run, 4087 written)
+;   loops: 32 x 397 and 5 x 1091 and 2 x 415 and 4 x 277 and 8 x 139 and 31 x 691 instructions (repeated groups rolled: 43267 instructions run, 4005 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 1152 vector reductions
@@ -4253,8 +4253,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -4264,7 +4263,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm5
     vpsrlq       ymm5, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 0
     vpmuludq     ymm10, ymm6, [rdx - 96]
     vpmuludq     ymm11, ymm6, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -4285,8 +4283,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -4296,7 +4293,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm5
     vpsrlq       ymm5, ymm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 0
     vpmuludq     ymm10, ymm7, [rdx - 96]
     vpmuludq     ymm11, ymm7, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -4317,8 +4313,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -4328,7 +4323,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm5
     vpsrlq       ymm5, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 0
     vpmuludq     ymm10, ymm8, [rdx - 96]
     vpmuludq     ymm11, ymm8, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -4349,8 +4343,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -4362,11 +4355,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 1
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 256] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 128
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm7, [rdx + 32]
+    vpmuludq     ymm11, ymm7, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -4375,16 +4367,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx - 128]
-    vpmuludq     ymm7, ymm7, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm7, [rdx]
+    vpmuludq     ymm7, ymm7, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm7, ymm9, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -4396,11 +4387,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm6, ymm14                   ; csub: before layer 1
     vblendvpd    ymm6, ymm7, ymm6, ymm7
     vpsrlq       ymm7, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 256] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 128
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rdx + 32]
+    vpmuludq     ymm11, ymm8, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -4409,16 +4399,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rdx]
+    vpmuludq     ymm8, ymm8, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -4451,8 +4440,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -4464,7 +4452,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 1
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 384] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 256
     vpmuludq     ymm10, ymm4, [rdx - 96]
     vpmuludq     ymm11, ymm4, [rdx - 32]
     vpmuludq     ymm12, ymm3, [rdx - 96]
@@ -4485,8 +4472,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -4498,11 +4484,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm9, ymm14                   ; csub: before layer 2
     vblendvpd    ymm3, ymm3, ymm9, ymm3
     vpsrlq       ymm9, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 512] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 384
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rdx + 32]
+    vpmuludq     ymm11, ymm8, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -4511,16 +4496,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rdx]
+    vpmuludq     ymm8, ymm8, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm8, ymm8, ymm9
     vpsllq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm11, ymm8
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -4553,8 +4537,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -4566,11 +4549,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 2
     vblendvpd    ymm6, ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 768] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 640
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -4579,9 +4561,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm4, ymm4, ymm7
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -4599,10 +4581,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm1, ymm14                   ; csub: before layer 2
     vblendvpd    ymm1, ymm6, ymm1, ymm6
     vpsrlq       ymm6, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm6, [rdx + 32]
-    vpmuludq     ymm13, ymm6, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 768
+    vpmuludq     ymm10, ymm2, [rdx - 96]
+    vpmuludq     ymm11, ymm2, [rdx - 32]
+    vpmuludq     ymm12, ymm6, [rdx - 96]
+    vpmuludq     ymm13, ymm6, [rdx - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -4611,9 +4594,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm6, ymm6, [rdx]
+    vpmuludq     ymm11, ymm2, [rdx - 128]
+    vpmuludq     ymm2, ymm2, [rdx - 64]
+    vpmuludq     ymm6, ymm6, [rdx - 128]
     vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -5767,8 +5750,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -5780,7 +5762,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -5801,8 +5782,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -5814,11 +5794,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2944
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -5827,16 +5806,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -5869,8 +5847,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -5911,8 +5888,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -5924,7 +5900,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -5945,8 +5920,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -5958,11 +5932,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2944
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -5971,16 +5944,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6013,8 +5985,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6055,8 +6026,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6068,7 +6038,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6089,8 +6058,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6102,11 +6070,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2944
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6115,9 +6082,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -6135,10 +6102,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rdx + 32]
-    vpmuludq     ymm7, ymm2, [rdx + 96]
-    vpmuludq     ymm8, ymm4, [rdx + 32]
-    vpmuludq     ymm9, ymm4, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
+    vpmuludq     ymm6, ymm2, [rdx - 96]
+    vpmuludq     ymm7, ymm2, [rdx - 32]
+    vpmuludq     ymm8, ymm4, [rdx - 96]
+    vpmuludq     ymm9, ymm4, [rdx - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6147,9 +6115,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm7, ymm2, [rdx - 128]
+    vpmuludq     ymm2, ymm2, [rdx - 64]
+    vpmuludq     ymm4, ymm4, [rdx - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -6200,8 +6168,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6213,7 +6180,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6234,8 +6200,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6247,11 +6212,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2944
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6260,16 +6224,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6302,8 +6265,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6344,8 +6306,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6357,7 +6318,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6378,8 +6338,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6391,11 +6350,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2944
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6404,9 +6362,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -6424,10 +6382,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rdx + 32]
-    vpmuludq     ymm7, ymm2, [rdx + 96]
-    vpmuludq     ymm8, ymm4, [rdx + 32]
-    vpmuludq     ymm9, ymm4, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
+    vpmuludq     ymm6, ymm2, [rdx - 96]
+    vpmuludq     ymm7, ymm2, [rdx - 32]
+    vpmuludq     ymm8, ymm4, [rdx - 96]
+    vpmuludq     ymm9, ymm4, [rdx - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6436,9 +6395,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm7, ymm2, [rdx - 128]
+    vpmuludq     ymm2, ymm2, [rdx - 64]
+    vpmuludq     ymm4, ymm4, [rdx - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -6487,8 +6446,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6500,7 +6458,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6521,8 +6478,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6534,11 +6490,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3456] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3328
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6547,16 +6502,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6589,8 +6543,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6631,8 +6584,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6644,7 +6596,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6665,8 +6616,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6678,11 +6628,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3456] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3328
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6691,9 +6640,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -6711,10 +6660,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rdx + 32]
-    vpmuludq     ymm7, ymm2, [rdx + 96]
-    vpmuludq     ymm8, ymm4, [rdx + 32]
-    vpmuludq     ymm9, ymm4, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3456
+    vpmuludq     ymm6, ymm2, [rdx - 96]
+    vpmuludq     ymm7, ymm2, [rdx - 32]
+    vpmuludq     ymm8, ymm4, [rdx - 96]
+    vpmuludq     ymm9, ymm4, [rdx - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6723,9 +6673,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm7, ymm2, [rdx - 128]
+    vpmuludq     ymm2, ymm2, [rdx - 64]
+    vpmuludq     ymm4, ymm4, [rdx - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -6778,8 +6728,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -6791,7 +6740,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3712] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3584
     vpmuludq     ymm6, ymm4, [rdx - 96]
     vpmuludq     ymm7, ymm4, [rdx - 32]
     vpmuludq     ymm8, ymm3, [rdx - 96]
@@ -6812,8 +6760,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -6825,11 +6772,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3840] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3712
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rdx + 32]
+    vpmuludq     ymm7, ymm4, [rdx + 96]
+    vpmuludq     ymm8, ymm5, [rdx + 32]
+    vpmuludq     ymm9, ymm5, [rdx + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6838,9 +6784,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -6858,10 +6804,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rdx + 32]
-    vpmuludq     ymm7, ymm2, [rdx + 96]
-    vpmuludq     ymm8, ymm4, [rdx + 32]
-    vpmuludq     ymm9, ymm4, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3968] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3840
+    vpmuludq     ymm6, ymm2, [rdx - 96]
+    vpmuludq     ymm7, ymm2, [rdx - 32]
+    vpmuludq     ymm8, ymm4, [rdx - 96]
+    vpmuludq     ymm9, ymm4, [rdx - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -6870,9 +6817,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm7, ymm2, [rdx - 128]
+    vpmuludq     ymm2, ymm2, [rdx - 64]
+    vpmuludq     ymm4, ymm4, [rdx - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -7624,8 +7571,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -7637,7 +7583,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm2, ymm14                   ; csub: before layer 5
     vblendvpd    ymm2, ymm5, ymm2, ymm5
     vpsrlq       ymm5, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63616] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63488
     vpmuludq     ymm10, ymm6, [rdx - 96]
     vpmuludq     ymm11, ymm6, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -7658,8 +7603,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -7671,7 +7615,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm3, ymm14                   ; csub: before layer 5
     vblendvpd    ymm3, ymm5, ymm3, ymm5
     vpsrlq       ymm5, ymm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63616] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63488
     vpmuludq     ymm10, ymm7, [rdx - 96]
     vpmuludq     ymm11, ymm7, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -7692,8 +7635,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -7705,7 +7647,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 5
     vblendvpd    ymm4, ymm5, ymm4, ymm5
     vpsrlq       ymm5, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63616] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63488
     vpmuludq     ymm10, ymm8, [rdx - 96]
     vpmuludq     ymm11, ymm8, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -7726,8 +7667,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -7739,11 +7679,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 6
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63744] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63616
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm7, [rdx + 32]
+    vpmuludq     ymm11, ymm7, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -7752,16 +7691,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx - 128]
-    vpmuludq     ymm7, ymm7, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm7, [rdx]
+    vpmuludq     ymm7, ymm7, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm7, ymm9, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -7773,11 +7711,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm6, ymm14                   ; csub: before layer 6
     vblendvpd    ymm6, ymm7, ymm6, ymm7
     vpsrlq       ymm7, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63744] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63616
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rdx + 32]
+    vpmuludq     ymm11, ymm8, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -7786,16 +7723,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rdx]
+    vpmuludq     ymm8, ymm8, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -7828,8 +7764,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -7841,7 +7776,6 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 6
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63872] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63744
     vpmuludq     ymm10, ymm4, [rdx - 96]
     vpmuludq     ymm11, ymm4, [rdx - 32]
     vpmuludq     ymm12, ymm3, [rdx - 96]
@@ -7862,8 +7796,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -7875,11 +7808,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm9, ymm14                   ; csub: before layer 7
     vblendvpd    ymm3, ymm3, ymm9, ymm3
     vpsrlq       ymm9, ymm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64000] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63872
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rdx + 32]
+    vpmuludq     ymm11, ymm8, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -7888,16 +7820,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rdx]
+    vpmuludq     ymm8, ymm8, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm8, ymm8, ymm9
     vpsllq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm11, ymm8
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -7930,8 +7861,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -7943,11 +7873,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 7
     vblendvpd    ymm6, ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64256] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64128
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -7956,16 +7885,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm4, ymm4, ymm7
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -7998,8 +7926,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -8019,11 +7946,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm2, ymm14                   ; csub: before layer 8
     vblendvpd    ymm2, ymm6, ymm2, ymm6
     vpsrlq       ymm6, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64512] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64384
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    vpmuludq     ymm10, ymm3, [rdx + 32]
+    vpmuludq     ymm11, ymm3, [rdx + 96]
+    vpmuludq     ymm12, ymm6, [rdx + 32]
+    vpmuludq     ymm13, ymm6, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -8032,16 +7958,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rdx]
+    vpmuludq     ymm3, ymm3, [rdx + 64]
+    vpmuludq     ymm6, ymm6, [rdx]
     vpaddq       ymm3, ymm3, ymm6
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -8074,8 +7999,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -8087,11 +8011,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm8, ymm14                   ; csub: before layer 8
     vblendvpd    ymm5, ymm5, ymm8, ymm5
     vpsrlq       ymm8, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64768] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64640
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm8, [rdx + 32]
+    vpmuludq     ymm13, ymm8, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -8100,16 +8023,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm8, ymm8, [rdx]
     vpaddq       ymm4, ymm8, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -8142,8 +8064,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -8163,11 +8084,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm5, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm7, ymm5, ymm7
     vpsrlq       ymm7, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65024] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64896
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rdx + 32]
+    vpmuludq     ymm11, ymm2, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -8176,16 +8096,15 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -8218,8 +8137,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -8231,11 +8149,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -8244,9 +8161,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -8264,10 +8181,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm8, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm5, ymm8, ymm5
     vpsrlq       ymm8, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx + 32]
-    vpmuludq     ymm11, ymm1, [rdx + 96]
-    vpmuludq     ymm12, ymm8, [rdx + 32]
-    vpmuludq     ymm13, ymm8, [rdx + 96]
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65280
+    vpmuludq     ymm10, ymm1, [rdx - 96]
+    vpmuludq     ymm11, ymm1, [rdx - 32]
+    vpmuludq     ymm12, ymm8, [rdx - 96]
+    vpmuludq     ymm13, ymm8, [rdx - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -8276,9 +8194,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx]
-    vpmuludq     ymm1, ymm1, [rdx + 64]
-    vpmuludq     ymm8, ymm8, [rdx]
+    vpmuludq     ymm11, ymm1, [rdx - 128]
+    vpmuludq     ymm1, ymm1, [rdx - 64]
+    vpmuludq     ymm8, ymm8, [rdx - 128]
     vpaddq       ymm1, ymm8, ymm1
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -8448,7 +8366,7 @@ kg_nfl4611686018326724609_basemul_avx2:
 ;             a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 32 x 793 and 8 x 1083 and 16 x 430 and 15 x 410 instructions (repeated groups rolled: 45955 instructions run, 3142 written)
+;   loops: 32 x 771 and 8 x 1083 and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45955 instructions run, 3069 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 1152 vector reductions
@@ -8500,22 +8418,17 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm8, ymm1
     vpsrlq       ymm6, ymm7, 32
     vpmuludq     ymm8, ymm7, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm7, ymm7, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm7, ymm6
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm8, ymm6
     vpsubq       ymm1, ymm1, ymm6
     vpsrlq       ymm6, ymm5, 32
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm7, ymm5, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm8, ymm5, [rdx - 128]
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm9, ymm6, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm10, ymm6, [rdx - 128]
+    vpmuludq     ymm7, ymm5, [rel pq_72057594039500799]
+    vpmuludq     ymm8, ymm5, [rel pq_16777216]
+    vpmuludq     ymm9, ymm6, [rel pq_72057594039500799]
+    vpmuludq     ymm10, ymm6, [rel pq_16777216]
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm8, ymm7
     vpand        ymm8, ymm15, ymm7
@@ -8524,19 +8437,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm7, ymm10, ymm7
     vpaddq       ymm7, ymm8, ymm7
-    lea          rdx, [rel pq_18014398509481984 + 128] ; addresses pq_18014398509481984 near byte 0
-    vpmuludq     ymm8, ymm5, [rdx - 128]
-    lea          rdx, [rel pq_4194304 + 128]         ; addresses pq_4194304 near byte 0
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    lea          rdx, [rel pq_18014398509481984 + 128] ; addresses pq_18014398509481984 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm8, ymm5, [rel pq_18014398509481984]
+    vpmuludq     ymm5, ymm5, [rel pq_4194304]
+    vpmuludq     ymm6, ymm6, [rel pq_18014398509481984]
     vpaddq       ymm5, ymm5, ymm6
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm8, ymm5
     vpsrlq       ymm6, ymm7, 32
     vpmuludq     ymm8, ymm7, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm7, ymm7, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm7, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -8566,21 +8475,17 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm9, ymm2
     vpsrlq       ymm7, ymm8, 32
     vpmuludq     ymm9, ymm8, ymm0
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm8, ymm8, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm9, ymm7
     vpsubq       ymm2, ymm2, ymm7
     vpsrlq       ymm7, ymm6, 32
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm8, ymm6, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm9, ymm6, [rdx - 128]
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm10, ymm7, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm11, ymm7, [rdx - 128]
+    vpmuludq     ymm8, ymm6, [rel pq_72057594039500799]
+    vpmuludq     ymm9, ymm6, [rel pq_16777216]
+    vpmuludq     ymm10, ymm7, [rel pq_72057594039500799]
+    vpmuludq     ymm11, ymm7, [rel pq_16777216]
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm9, ymm8
     vpand        ymm9, ymm8, ymm15
@@ -8589,19 +8494,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm8, ymm11, ymm8
     vpaddq       ymm8, ymm8, ymm9
-    lea          rdx, [rel pq_18014398509481984 + 128] ; addresses pq_18014398509481984 near byte 0
-    vpmuludq     ymm9, ymm6, [rdx - 128]
-    lea          rdx, [rel pq_4194304 + 128]         ; addresses pq_4194304 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    lea          rdx, [rel pq_18014398509481984 + 128] ; addresses pq_18014398509481984 near byte 0
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm9, ymm6, [rel pq_18014398509481984]
+    vpmuludq     ymm6, ymm6, [rel pq_4194304]
+    vpmuludq     ymm7, ymm7, [rel pq_18014398509481984]
     vpaddq       ymm6, ymm6, ymm7
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm9, ymm6
     vpsrlq       ymm7, ymm8, 32
     vpmuludq     ymm9, ymm8, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm8, ymm8, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -8631,21 +8532,17 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm10, ymm3
     vpsrlq       ymm8, ymm9, 32
     vpmuludq     ymm10, ymm9, ymm0
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm9, ymm9, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm9, ymm8
     vpsllq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm10, ymm8
     vpsubq       ymm3, ymm3, ymm8
     vpsrlq       ymm8, ymm7, 32
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm9, ymm7, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm10, ymm7, [rdx - 128]
-    lea          rdx, [rel pq_72057594039500799 + 128] ; addresses pq_72057594039500799 near byte 0
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    lea          rdx, [rel pq_16777216 + 128]        ; addresses pq_16777216 near byte 0
-    vpmuludq     ymm12, ymm8, [rdx - 128]
+    vpmuludq     ymm9, ymm7, [rel pq_72057594039500799]
+    vpmuludq     ymm10, ymm7, [rel pq_16777216]
+    vpmuludq     ymm11, ymm8, [rel pq_72057594039500799]
+    vpmuludq     ymm12, ymm8, [rel pq_16777216]
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm9, ymm10, ymm9
     vpand        ymm10, ymm9, ymm15
@@ -8654,17 +8551,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm9, ymm12, ymm9
     vpaddq       ymm9, ymm9, ymm10
-    lea          rdx, [rel pq_18014398509481984 + 128] ; addresses pq_18014398509481984 near byte 0
-    vpmuludq     ymm10, ymm7, [rdx - 128]
+    vpmuludq     ymm10, ymm7, [rel pq_18014398509481984]
     vpmuludq     ymm7, ymm7, [rel pq_4194304]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm8, ymm8, [rel pq_18014398509481984]
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm10, ymm7
     vpsrlq       ymm8, ymm9, 32
     vpmuludq     ymm10, ymm9, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm9, ymm9, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm9, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -8694,7 +8589,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -8721,6 +8616,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm8, ymm11, ymm8
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
+    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
     vpmuludq     ymm10, ymm10, [rdx - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
@@ -10396,8 +10292,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm2, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm10, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -10411,11 +10306,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm3
     vpsrlq       ymm3, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64768] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64640
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rdx + 32]
+    vpmuludq     ymm11, ymm2, [rdx + 96]
+    vpmuludq     ymm12, ymm3, [rdx + 32]
+    vpmuludq     ymm13, ymm3, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -10424,16 +10318,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm3, ymm3, [rdx]
     vpaddq       ymm2, ymm2, ymm3
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm3, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm3, ymm3, ymm0
     vpaddq       ymm3, ymm10, ymm3
     vpsllq       ymm3, ymm3, 32
@@ -10468,8 +10361,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm10, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -10483,11 +10375,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm5, ymm5, ymm7
     vpsrlq       ymm7, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65024] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64896
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm5, [rdx + 32]
+    vpmuludq     ymm11, ymm5, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -10496,16 +10387,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rdx]
+    vpmuludq     ymm5, ymm5, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm5, ymm5, ymm7
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -10540,8 +10430,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -10551,7 +10440,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
     vpmuludq     ymm10, ymm1, [rdx - 96]
     vpmuludq     ymm11, ymm1, [rdx - 32]
     vpmuludq     ymm12, ymm2, [rdx - 96]
@@ -10572,8 +10460,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm2, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm10, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -10587,11 +10474,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm6
     vpsrlq       ymm6, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rdx + 32]
+    vpmuludq     ymm11, ymm2, [rdx + 96]
+    vpmuludq     ymm12, ymm6, [rdx + 32]
+    vpmuludq     ymm13, ymm6, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -10600,16 +10486,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm6, ymm6, [rdx]
     vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -10619,11 +10504,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm3, [rdx + 32]
+    vpmuludq     ymm11, ymm3, [rdx + 96]
+    vpmuludq     ymm12, ymm5, [rdx + 32]
+    vpmuludq     ymm13, ymm5, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -10632,16 +10516,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rdx]
+    vpmuludq     ymm3, ymm3, [rdx + 64]
+    vpmuludq     ymm5, ymm5, [rdx]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm10, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -10676,8 +10559,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -10691,7 +10573,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm7, ymm14, ymm7
     vpsubq       ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm6, [rdx - 96]
     vpmuludq     ymm11, ymm6, [rdx - 32]
     vpmuludq     ymm12, ymm7, [rdx - 96]
@@ -10712,8 +10593,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -10723,7 +10603,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm2, ymm4, ymm2
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm2, [rdx - 96]
     vpmuludq     ymm11, ymm2, [rdx - 32]
     vpmuludq     ymm12, ymm4, [rdx - 96]
@@ -10823,8 +10702,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm8, ymm1
     vpsrlq       ymm6, ymm7, 32
     vpmuludq     ymm8, ymm7, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm7, ymm7, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm7, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -10834,11 +10712,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, [rdi + 3584]
     vpsrlq       ymm7, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64768] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64640
-    vpmuludq     ymm8, ymm2, [rdx - 96]
-    vpmuludq     ymm9, ymm2, [rdx - 32]
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
+    vpmuludq     ymm8, ymm2, [rdx + 32]
+    vpmuludq     ymm9, ymm2, [rdx + 96]
+    vpmuludq     ymm10, ymm7, [rdx + 32]
+    vpmuludq     ymm11, ymm7, [rdx + 96]
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm9, ymm8
     vpand        ymm9, ymm8, ymm15
@@ -10847,16 +10724,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm8, ymm11, ymm8
     vpaddq       ymm8, ymm8, ymm9
-    vpmuludq     ymm9, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm9, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm9, ymm2
     vpsrlq       ymm7, ymm8, 32
     vpmuludq     ymm9, ymm8, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm8, ymm8, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -10887,8 +10763,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm10, ymm3
     vpsrlq       ymm8, ymm9, 32
     vpmuludq     ymm10, ymm9, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm9, ymm9, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm9, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -10898,11 +10773,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, [rdi + 7680]
     vpsrlq       ymm9, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65024] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64896
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -10911,16 +10785,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -10955,8 +10828,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -10966,7 +10838,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
     vpmuludq     ymm10, ymm1, [rdx - 96]
     vpmuludq     ymm11, ymm1, [rdx - 32]
     vpmuludq     ymm12, ymm2, [rdx - 96]
@@ -10987,8 +10858,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm2, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm10, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -11002,11 +10872,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm7
     vpsrlq       ymm7, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rdx + 32]
+    vpmuludq     ymm11, ymm2, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -11015,16 +10884,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -11034,11 +10902,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm4
     vpsrlq       ymm4, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm4, [rdx - 96]
-    vpmuludq     ymm13, ymm4, [rdx - 32]
+    vpmuludq     ymm10, ymm3, [rdx + 32]
+    vpmuludq     ymm11, ymm3, [rdx + 96]
+    vpmuludq     ymm12, ymm4, [rdx + 32]
+    vpmuludq     ymm13, ymm4, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -11047,16 +10914,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rdx]
+    vpmuludq     ymm3, ymm3, [rdx + 64]
+    vpmuludq     ymm4, ymm4, [rdx]
     vpaddq       ymm3, ymm3, ymm4
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -11091,8 +10957,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -11106,7 +10971,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm14, ymm6
     vpsubq       ymm6, ymm6, ymm7
     vpsrlq       ymm7, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm6, [rdx - 96]
     vpmuludq     ymm11, ymm6, [rdx - 32]
     vpmuludq     ymm12, ymm7, [rdx - 96]
@@ -11127,8 +10991,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -11138,7 +11001,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm2, ymm5, ymm2
     vpsrlq       ymm5, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm2, [rdx - 96]
     vpmuludq     ymm11, ymm2, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]
@@ -11236,8 +11098,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm8, ymm1
     vpsrlq       ymm6, ymm7, 32
     vpmuludq     ymm8, ymm7, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm7, ymm7, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm7, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -11247,11 +11108,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, [rdi + 4064]
     vpsrlq       ymm7, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64768] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64640
-    vpmuludq     ymm8, ymm2, [rdx - 96]
-    vpmuludq     ymm9, ymm2, [rdx - 32]
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
+    vpmuludq     ymm8, ymm2, [rdx + 32]
+    vpmuludq     ymm9, ymm2, [rdx + 96]
+    vpmuludq     ymm10, ymm7, [rdx + 32]
+    vpmuludq     ymm11, ymm7, [rdx + 96]
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm9, ymm8
     vpand        ymm9, ymm8, ymm15
@@ -11260,16 +11120,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm8, ymm11, ymm8
     vpaddq       ymm8, ymm8, ymm9
-    vpmuludq     ymm9, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm9, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm9, ymm2
     vpsrlq       ymm7, ymm8, 32
     vpmuludq     ymm9, ymm8, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm8, ymm8, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -11300,8 +11159,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm10, ymm3
     vpsrlq       ymm8, ymm9, 32
     vpmuludq     ymm10, ymm9, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm9, ymm9, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm9, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -11311,11 +11169,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, [rdi + 8160]
     vpsrlq       ymm9, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65024] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64896
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rdx + 32]
+    vpmuludq     ymm11, ymm4, [rdx + 96]
+    vpmuludq     ymm12, ymm9, [rdx + 32]
+    vpmuludq     ymm13, ymm9, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -11324,16 +11181,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rdx]
+    vpmuludq     ymm4, ymm4, [rdx + 64]
+    vpmuludq     ymm9, ymm9, [rdx]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -11368,8 +11224,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -11379,7 +11234,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
     vpmuludq     ymm10, ymm1, [rdx - 96]
     vpmuludq     ymm11, ymm1, [rdx - 32]
     vpmuludq     ymm12, ymm2, [rdx - 96]
@@ -11400,8 +11254,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm2, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm10, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -11415,11 +11268,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm7
     vpsrlq       ymm7, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rdx + 32]
+    vpmuludq     ymm11, ymm2, [rdx + 96]
+    vpmuludq     ymm12, ymm7, [rdx + 32]
+    vpmuludq     ymm13, ymm7, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -11428,16 +11280,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rdx]
+    vpmuludq     ymm2, ymm2, [rdx + 64]
+    vpmuludq     ymm7, ymm7, [rdx]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -11447,11 +11298,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm4
     vpsrlq       ymm4, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65280] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65152
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm4, [rdx - 96]
-    vpmuludq     ymm13, ymm4, [rdx - 32]
+    vpmuludq     ymm10, ymm3, [rdx + 32]
+    vpmuludq     ymm11, ymm3, [rdx + 96]
+    vpmuludq     ymm12, ymm4, [rdx + 32]
+    vpmuludq     ymm13, ymm4, [rdx + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -11460,16 +11310,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rdx]
+    vpmuludq     ymm3, ymm3, [rdx + 64]
+    vpmuludq     ymm4, ymm4, [rdx]
     vpaddq       ymm3, ymm3, ymm4
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -11504,8 +11353,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -11519,7 +11367,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm14, ymm6
     vpsubq       ymm6, ymm6, ymm7
     vpsrlq       ymm7, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm6, [rdx - 96]
     vpmuludq     ymm11, ymm6, [rdx - 32]
     vpmuludq     ymm12, ymm7, [rdx - 96]
@@ -11540,8 +11387,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rel pq_1073741823]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -11551,7 +11397,6 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm2, ymm5, ymm2
     vpsrlq       ymm5, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
     vpmuludq     ymm10, ymm2, [rdx - 96]
     vpmuludq     ymm11, ymm2, [rdx - 32]
     vpmuludq     ymm12, ymm5, [rdx - 96]

@@ -370,9 +370,8 @@ kg_tiny257_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 64]
     vpaddw       ymm3, ymm1, [rdi + 32]              ; layer 5
     vpsubw       ymm1, ymm1, [rdi + 32]
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 128] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 0
-    vpmullw      ymm4, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpmullw      ymm4, ymm3, [rel pw_1020]
@@ -381,8 +380,8 @@ kg_tiny257_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm2, [rdi + 96]              ; layer 5
     vpsubw       ymm2, ymm2, [rdi + 96]
-    vpmullw      ymm5, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpmullw      ymm5, ymm4, [rel pw_1020]
@@ -399,14 +398,15 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendw     ymm2, ymm4, ymm2, 170
     vpaddw       ymm4, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 256] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 128
+    vpmullw      ymm5, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 4
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm3, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpsllq       ymm3, ymm1, 32
@@ -419,15 +419,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendd     ymm2, ymm5, ymm2, 170
     vpaddw       ymm5, ymm3, ymm1                    ; layer 3
     vpsubw       ymm1, ymm3, ymm1
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 384] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 256
-    vpmullw      ymm3, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm3, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm4, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpunpcklqdq  ymm4, ymm5, ymm1
@@ -436,14 +435,15 @@ kg_tiny257_ntt_inverse_avx2:
     vpunpckhqdq  ymm2, ymm3, ymm2
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
     vpsubw       ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 512] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 384
+    vpmullw      ymm4, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 2
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rax + 96]
-    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm5, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vperm2i128   ymm5, ymm3, ymm1, 32
@@ -452,27 +452,27 @@ kg_tiny257_ntt_inverse_avx2:
     vperm2i128   ymm2, ymm4, ymm2, 49
     vpaddw       ymm4, ymm5, ymm1                    ; layer 1
     vpsubw       ymm1, ymm5, ymm1
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 512
-    vpmullw      ymm5, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm5, ymm1, [rax + 32]
+    vpmulhw      ymm1, ymm1, [rax]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 1
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm3, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 0
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rax + 32]
-    vpmulhw      ymm4, ymm4, [rax]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 768] ; addresses kg_tiny257_ntt_inverse_twiddles_avx2 near byte 640
+    vpmullw      ymm5, ymm4, [rax - 96]
+    vpmulhw      ymm4, ymm4, [rax - 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rax + 32]
-    vpmulhw      ymm1, ymm1, [rax]
+    vpmullw      ymm2, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm3
@@ -490,44 +490,38 @@ kg_tiny257_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-1}, rax, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
 align 32
 kg_tiny257_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
-    vpmulhw      ymm1, ymm0, [rax - 128]             ; barrett
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm1, ymm1, [rel pw_257]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
-    vpmulhw      ymm1, ymm0, [rax - 128]             ; barrett
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm1, ymm1, [rel pw_257]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm1, ymm1, [rel pw_257]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_64]
     vpsraw       ymm1, ymm1, 7
-    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm1, ymm1, [rel pw_257]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -574,7 +568,7 @@ kg_tiny257_reduce_special_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_tiny257_freeze_avx2: a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+; kg_tiny257_freeze_avx2: a[64] in place to canonical form in [0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
@@ -589,46 +583,35 @@ kg_tiny257_freeze_avx2:
     vmovdqu      ymm0, [rdi]
     lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
     vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
     vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    vpaddw       ymm1, ymm1, [rax - 128]
     vpsraw       ymm1, ymm1, 7
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
     vpsraw       ymm1, ymm1, 7
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
-    vpaddw       ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm1, ymm0, [rax - 128]             ; freeze
     vpsraw       ymm1, ymm1, 7
     vpmullw      ymm1, ymm1, ymm2
     vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, ymm2
-    vpaddw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm2
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
     ret
@@ -696,14 +679,13 @@ kg_tiny257_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, rax, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
 align 32
 kg_tiny257_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    vmovdqu      ymm0, [rax - 128]                   ; q = 257
+    vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
@@ -711,11 +693,9 @@ kg_tiny257_muladd_shoup_avx2:
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
-    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
@@ -725,11 +705,9 @@ kg_tiny257_muladd_shoup_avx2:
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
-    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
@@ -741,7 +719,7 @@ kg_tiny257_muladd_shoup_avx2:
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm1, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
@@ -753,7 +731,7 @@ kg_tiny257_muladd_shoup_avx2:
     vpaddw       ymm0, ymm0, [r8 + 96]
     vpsubw       ymm1, ymm0, [rel pw_514]            ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
-    vpsubw       ymm1, ymm0, [rax - 128]             ; freeze: to [0, q)
+    vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
@@ -1165,13 +1143,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm9
-    lea          rax, [rel pw_1020 + 128]            ; addresses pw_1020 near byte 0
-    pmullw       xmm3, [rax - 128]
+    pmullw       xmm3, [rel pw_1020]
     movdqa       xmm4, xmm10
-    pmullw       xmm4, [rax - 112]
-    lea          rax, [rel pw_m4 + 128]              ; addresses pw_m4 near byte 0
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm10, [rax - 112]
+    pmullw       xmm4, [rel pw_1020 + 16]
+    pmulhw       xmm9, [rel pw_m4]
+    pmulhw       xmm10, [rel pw_m4 + 16]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm9, xmm3
@@ -1183,12 +1159,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 192] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 64
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -1234,11 +1209,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm11, xmm9
     psubw        xmm7, xmm10
     movdqa       xmm6, xmm11
-    pmullw       xmm6, [rax - 32]
+    pmullw       xmm6, [rax + 32]
     movdqa       xmm9, xmm7
-    pmullw       xmm9, [rax - 16]
-    pmulhw       xmm11, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
+    pmullw       xmm9, [rax + 48]
+    pmulhw       xmm11, [rax]
+    pmulhw       xmm7, [rax + 16]
     pmulhw       xmm6, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm11, xmm6
@@ -1250,11 +1225,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm8, xmm3
     psubw        xmm1, xmm4
     movdqa       xmm3, xmm8
-    pmullw       xmm3, [rax + 32]
+    pmullw       xmm3, [rax + 96]
     movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax + 48]
-    pmulhw       xmm8, [rax]
-    pmulhw       xmm1, [rax + 16]
+    pmullw       xmm4, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm1, [rax + 80]
     pmulhw       xmm3, xmm0
     pmulhw       xmm4, xmm0
     psubw        xmm8, xmm3
@@ -1290,11 +1265,12 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm10, xmm2
     psubw        xmm3, xmm5
     movdqa       xmm2, xmm10
-    pmullw       xmm2, [rax + 96]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 384] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 256
+    pmullw       xmm2, [rax - 96]
     movdqa       xmm5, xmm3
-    pmullw       xmm5, [rax + 112]
-    pmulhw       xmm10, [rax + 64]
-    pmulhw       xmm3, [rax + 80]
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm3, [rax - 112]
     pmulhw       xmm2, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm10, xmm2
@@ -1306,12 +1282,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm11, xmm6
     psubw        xmm4, xmm9
     movdqa       xmm6, xmm11
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 448] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 320
-    pmullw       xmm6, [rax - 96]
+    pmullw       xmm6, [rax - 32]
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm11, [rax - 128]
-    pmulhw       xmm4, [rax - 112]
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm11, [rax - 64]
+    pmulhw       xmm4, [rax - 48]
     pmulhw       xmm6, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm11, xmm6
@@ -1335,11 +1310,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm6, xmm1
     psubw        xmm8, xmm7
     movdqa       xmm1, xmm6
-    pmullw       xmm1, [rax - 32]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm7, xmm8
-    pmullw       xmm7, [rax - 16]
-    pmulhw       xmm6, [rax - 64]
-    pmulhw       xmm8, [rax - 48]
+    pmullw       xmm7, [rax + 48]
+    pmulhw       xmm6, [rax]
+    pmulhw       xmm8, [rax + 16]
     pmulhw       xmm1, xmm0
     pmulhw       xmm7, xmm0
     psubw        xmm6, xmm1
@@ -1351,11 +1326,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm3, xmm2
     psubw        xmm9, xmm5
     movdqa       xmm2, xmm3
-    pmullw       xmm2, [rax + 32]
+    pmullw       xmm2, [rax + 96]
     movdqa       xmm5, xmm9
-    pmullw       xmm5, [rax + 48]
-    pmulhw       xmm3, [rax]
-    pmulhw       xmm9, [rax + 16]
+    pmullw       xmm5, [rax + 112]
+    pmulhw       xmm3, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
     pmulhw       xmm2, xmm0
     pmulhw       xmm5, xmm0
     psubw        xmm3, xmm2
@@ -1367,11 +1342,12 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm4, xmm10
     psubw        xmm6, xmm8
     movdqa       xmm8, xmm4
-    pmullw       xmm8, [rax + 96]
+    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 640] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 512
+    pmullw       xmm8, [rax - 96]
     movdqa       xmm10, xmm6
-    pmullw       xmm10, [rax + 112]
-    pmulhw       xmm4, [rax + 64]
-    pmulhw       xmm6, [rax + 80]
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
     pmulhw       xmm8, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm4, xmm8
@@ -1383,12 +1359,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm1, xmm7
     psubw        xmm3, xmm9
     movdqa       xmm7, xmm1
-    lea          rax, [rel kg_tiny257_ntt_inverse_twiddles_sse + 704] ; addresses kg_tiny257_ntt_inverse_twiddles_sse near byte 576
-    pmullw       xmm7, [rax - 96]
+    pmullw       xmm7, [rax - 32]
     movdqa       xmm9, xmm3
-    pmullw       xmm9, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
     pmulhw       xmm7, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm7
@@ -1400,11 +1375,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm2, xmm8
     psubw        xmm5, xmm10
     movdqa       xmm8, xmm2
-    pmullw       xmm8, [rax - 32]
+    pmullw       xmm8, [rax + 32]
     movdqa       xmm10, xmm5
-    pmullw       xmm10, [rax - 16]
-    pmulhw       xmm2, [rax - 64]
-    pmulhw       xmm5, [rax - 48]
+    pmullw       xmm10, [rax + 48]
+    pmulhw       xmm2, [rax]
+    pmulhw       xmm5, [rax + 16]
     pmulhw       xmm8, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm2, xmm8
@@ -1416,11 +1391,11 @@ kg_tiny257_ntt_inverse_sse:
     psubw        xmm4, xmm1
     psubw        xmm6, xmm3
     movdqa       xmm1, xmm4
-    pmullw       xmm1, [rax - 32]
+    pmullw       xmm1, [rax + 32]
     movdqa       xmm3, xmm6
-    pmullw       xmm3, [rax - 16]
-    pmulhw       xmm4, [rax - 64]
-    pmulhw       xmm6, [rax - 48]
+    pmullw       xmm3, [rax + 48]
+    pmulhw       xmm4, [rax]
+    pmulhw       xmm6, [rax + 16]
     pmulhw       xmm1, xmm0
     pmulhw       xmm3, xmm0
     psubw        xmm4, xmm1
@@ -1443,7 +1418,7 @@ kg_tiny257_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-3}, rax, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
 align 32
@@ -1452,18 +1427,15 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_32640]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
@@ -1471,18 +1443,15 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; barrett
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_32640]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
@@ -1490,18 +1459,15 @@ kg_tiny257_reduce_barrett_sse:
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; barrett
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
-    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm2, [rel pw_32640]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
@@ -1516,8 +1482,8 @@ kg_tiny257_reduce_barrett_sse:
     paddw        xmm3, [rel pw_64 + 16]
     psraw        xmm2, 7
     psraw        xmm3, 7
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
@@ -1592,11 +1558,11 @@ kg_tiny257_reduce_special_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_tiny257_freeze_sse: a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+; kg_tiny257_freeze_sse: a[64] in place to canonical form in [0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
 ;
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
-;   cpu: SSE2 (check CPUID before calling)
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_freeze_sse:function KERNGEN_VISIBILITY (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
@@ -1612,9 +1578,6 @@ kg_tiny257_freeze_sse:
     pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
     pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
     pmullw       xmm2, xmm4
@@ -1622,25 +1585,19 @@ kg_tiny257_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
     movdqa       xmm2, xmm0                          ; freeze
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
     pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
     pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
     pmullw       xmm2, xmm4
@@ -1648,25 +1605,19 @@ kg_tiny257_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
     movdqa       xmm2, xmm0                          ; freeze
-    lea          rax, [rel pw_32640 + 128]           ; addresses pw_32640 near byte 0
     pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
     pmulhw       xmm3, [rax - 112]
-    lea          rax, [rel pw_64 + 128]              ; addresses pw_64 near byte 0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
     pmullw       xmm2, xmm4
@@ -1674,23 +1625,19 @@ kg_tiny257_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
     movdqa       xmm2, xmm0                          ; freeze
-    pmulhw       xmm2, [rel pw_32640]
+    pmulhw       xmm2, [rax - 128]
     movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_32640 + 16]
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
+    pmulhw       xmm3, [rax - 112]
     psraw        xmm2, 7
     psraw        xmm3, 7
     pmullw       xmm2, xmm4
@@ -1698,13 +1645,11 @@ kg_tiny257_freeze_sse:
     psubw        xmm0, xmm2
     psubw        xmm1, xmm3
     movdqa       xmm2, xmm0
-    psraw        xmm2, 15
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    psraw        xmm3, 15
-    pand         xmm2, xmm4
-    pand         xmm3, xmm5
-    paddw        xmm0, xmm2
-    paddw        xmm1, xmm3
+    psubw        xmm3, xmm5
+    pminuw       xmm0, xmm2
+    pminuw       xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     ret
@@ -1823,14 +1768,13 @@ kg_tiny257_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, rax, flags
+;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_sse.end - kg_tiny257_muladd_shoup_sse)
 align 32
 kg_tiny257_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    movdqu       xmm0, [rax - 128]                   ; q = 257
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -1850,17 +1794,15 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_514]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_514 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_257 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -1884,17 +1826,15 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_514]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_514 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_257 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -1918,17 +1858,15 @@ kg_tiny257_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_514 + 128]             ; addresses pw_514 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_514]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_514 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    lea          rax, [rel pw_257 + 128]             ; addresses pw_257 near byte 0
-    psubw        xmm3, [rax - 128]
+    psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
-    psubw        xmm4, [rax - 112]
+    psubw        xmm4, [rel pw_257 + 16]
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -1958,9 +1896,9 @@ kg_tiny257_muladd_shoup_sse:
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, [rax - 128]
+    psubw        xmm0, [rel pw_257]
     movdqa       xmm3, xmm2
-    psubw        xmm3, [rax - 112]
+    psubw        xmm3, [rel pw_257 + 16]
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqu       [rdi + 96], xmm1

@@ -56,6 +56,45 @@ static const uint16_t kg_tiny257_ntt_positions[64][1] = {
     {40}, {56}, {41}, {57}, {42}, {58}, {43}, {59}, {44}, {60}, {45}, {61}, {46}, {62}, {47}, {63},
 };
 
+/* NTT domain to the standard order (FIPS 203/204 for their n, q): standard[i] = a[to_standard[i]] */
+static const uint16_t kg_tiny257_ntt_to_standard[64] = {
+    0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
+    32, 48, 33, 49, 34, 50, 35, 51, 36, 52, 37, 53, 38, 54, 39, 55,
+    40, 56, 41, 57, 42, 58, 43, 59, 44, 60, 45, 61, 46, 62, 47, 63,
+};
+
+/* standard order to this NTT domain: a[i] = standard[from_standard[i]] */
+static const uint16_t kg_tiny257_ntt_from_standard[64] = {
+    0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+    1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+    33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63,
+};
+
+/* The element count of each argument. The prototypes take plain pointers, not
+ * array parameters (T a[N] or T a[static N]), so that a call on a member of a
+ * struct of several polynomials, or on a pointer into a larger buffer, compiles
+ * without warnings (GCC 11 and later check array parameters against the object
+ * passed); each pointer must reach this many elements. */
+#define KG_TINY257_NTT_FORWARD_A_LEN 64
+#define KG_TINY257_BASEMUL_R_LEN 64
+#define KG_TINY257_BASEMUL_A_LEN 64
+#define KG_TINY257_BASEMUL_B_LEN 64
+#define KG_TINY257_NTT_INVERSE_A_LEN 64
+#define KG_TINY257_REDUCE_BARRETT_A_LEN 64
+#define KG_TINY257_REDUCE_SPECIAL_A_LEN 64
+#define KG_TINY257_FREEZE_A_LEN 64
+#define KG_TINY257_MULMOD_SHOUP_R_LEN 64
+#define KG_TINY257_MULMOD_SHOUP_A_LEN 64
+#define KG_TINY257_MULMOD_SHOUP_W_LEN 64
+#define KG_TINY257_MULMOD_SHOUP_WP_LEN 64
+#define KG_TINY257_MULADD_SHOUP_R_LEN 64
+#define KG_TINY257_MULADD_SHOUP_A_LEN 64
+#define KG_TINY257_MULADD_SHOUP_W_LEN 64
+#define KG_TINY257_MULADD_SHOUP_WP_LEN 64
+#define KG_TINY257_MULADD_SHOUP_B_LEN 64
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,9 +105,9 @@ extern "C" {
  *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_ntt_forward_avx2(int16_t a[64]);
+void kg_tiny257_ntt_forward_avx2(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -76,11 +115,11 @@ void kg_tiny257_ntt_forward_avx2(int16_t a[64]);
  *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 64 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 64 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 64 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 64 x int16_t (KG_TINY257_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_basemul_avx2(int16_t r[64], const int16_t a[64], const int16_t b[64]);
+void kg_tiny257_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[64] in place, natural order out
@@ -88,61 +127,61 @@ void kg_tiny257_basemul_avx2(int16_t r[64], const int16_t a[64], const int16_t b
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_ntt_inverse_avx2(int16_t a[64]);
+void kg_tiny257_ntt_inverse_avx2(int16_t *a);
 
 
 /* reduce a[64] in place mod 257 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_reduce_barrett_avx2(int16_t a[64]);
+void kg_tiny257_reduce_barrett_avx2(int16_t *a);
 
 
 /* reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_reduce_special_avx2(int16_t a[64]);
+void kg_tiny257_reduce_special_avx2(int16_t *a);
 
 
-/* a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+/* a[64] in place to canonical form in [0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_freeze_avx2(int16_t a[64]);
+void kg_tiny257_freeze_avx2(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 64 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_mulmod_shoup_avx2(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
+void kg_tiny257_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 64 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   w: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   wp: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_tiny257_muladd_shoup_avx2(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
+void kg_tiny257_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[64] in place (6 layers, blocks of degree 1)
@@ -150,9 +189,9 @@ void kg_tiny257_muladd_shoup_avx2(uint16_t r[64], const uint16_t a[64], const ui
  *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_ntt_forward_sse(int16_t a[64]);
+void kg_tiny257_ntt_forward_sse(int16_t *a);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
@@ -160,11 +199,11 @@ void kg_tiny257_ntt_forward_sse(int16_t a[64]);
  *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
- *   r: 64 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 64 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 64 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 64 x int16_t (KG_TINY257_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_basemul_sse(int16_t r[64], const int16_t a[64], const int16_t b[64]);
+void kg_tiny257_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 
 /* inverse negacyclic NTT of a[64] in place, natural order out
@@ -172,61 +211,61 @@ void kg_tiny257_basemul_sse(int16_t r[64], const int16_t a[64], const int16_t b[
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_ntt_inverse_sse(int16_t a[64]);
+void kg_tiny257_ntt_inverse_sse(int16_t *a);
 
 
 /* reduce a[64] in place mod 257 (centred Barrett, two multiplications)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_reduce_barrett_sse(int16_t a[64]);
+void kg_tiny257_reduce_barrett_sse(int16_t *a);
 
 
 /* reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t (KG_TINY257_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_reduce_special_sse(int16_t a[64]);
+void kg_tiny257_reduce_special_sse(int16_t *a);
 
 
-/* a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+/* a[64] in place to canonical form in [0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 64 x int16_t (KG_TINY257_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_freeze_sse(int16_t a[64]);
+void kg_tiny257_freeze_sse(int16_t *a);
 
 
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 64 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_mulmod_shoup_sse(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
+void kg_tiny257_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
 
 
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   r: 64 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   w: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   wp: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_tiny257_muladd_shoup_sse(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
+void kg_tiny257_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* Dispatch: tiny-257_dispatch.c (optional; compile and link it to use these).
@@ -239,14 +278,14 @@ void kg_tiny257_muladd_shoup_sse(uint16_t r[64], const uint16_t a[64], const uin
  */
 const char *kg_tiny257_isa(void);
 int kg_tiny257_use_isa(const char *isa);
-void kg_tiny257_ntt_forward(int16_t a[64]);
-void kg_tiny257_basemul(int16_t r[64], const int16_t a[64], const int16_t b[64]);
-void kg_tiny257_ntt_inverse(int16_t a[64]);
-void kg_tiny257_reduce_barrett(int16_t a[64]);
-void kg_tiny257_reduce_special(int16_t a[64]);
-void kg_tiny257_freeze(int16_t a[64]);
-void kg_tiny257_mulmod_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
-void kg_tiny257_muladd_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
+void kg_tiny257_ntt_forward(int16_t *a);
+void kg_tiny257_basemul(int16_t *r, const int16_t *a, const int16_t *b);
+void kg_tiny257_ntt_inverse(int16_t *a);
+void kg_tiny257_reduce_barrett(int16_t *a);
+void kg_tiny257_reduce_special(int16_t *a);
+void kg_tiny257_freeze(int16_t *a);
+void kg_tiny257_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+void kg_tiny257_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 #ifdef __cplusplus

@@ -48,6 +48,22 @@ pub static KG_TINY257_NTT_POSITIONS: [[u16; 1]; 64] = [
     [40], [56], [41], [57], [42], [58], [43], [59], [44], [60], [45], [61], [46], [62], [47], [63],
 ];
 
+/// NTT domain to the standard order (FIPS 203/204 for their n, q): standard\[i\] = a\[to_standard\[i\]\] (C: `kg_tiny257_ntt_to_standard`)
+pub static KG_TINY257_NTT_TO_STANDARD: [u16; 64] = [
+    0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
+    32, 48, 33, 49, 34, 50, 35, 51, 36, 52, 37, 53, 38, 54, 39, 55,
+    40, 56, 41, 57, 42, 58, 43, 59, 44, 60, 45, 61, 46, 62, 47, 63,
+];
+
+/// standard order to this NTT domain: a\[i\] = standard\[from_standard\[i\]\] (C: `kg_tiny257_ntt_from_standard`)
+pub static KG_TINY257_NTT_FROM_STANDARD: [u16; 64] = [
+    0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+    1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+    32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+    33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63,
+];
+
 unsafe extern "C" {
     /// forward negacyclic NTT of a\[64\] in place (6 layers, blocks of degree 1)
     ///
@@ -104,7 +120,7 @@ unsafe extern "C" {
     /// ```
     pub fn kg_tiny257_reduce_special_avx2(a: *mut i16);
 
-    /// a\[64\] in place to canonical form in \[0, 257) (centred Barrett, then q added where negative)
+    /// a\[64\] in place to canonical form in \[0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
     ///
     /// ```text
     /// requires: any int16 a[i]
@@ -196,12 +212,12 @@ unsafe extern "C" {
     /// ```
     pub fn kg_tiny257_reduce_special_sse(a: *mut i16);
 
-    /// a\[64\] in place to canonical form in \[0, 257) (centred Barrett, then q added where negative)
+    /// a\[64\] in place to canonical form in \[0, 257) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
     ///
     /// ```text
     /// requires: any int16 a[i]
     /// ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 64 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_tiny257_freeze_sse(a: *mut i16);

@@ -117,7 +117,7 @@ static int kg_tiny257_need(void)
     return c;
 }
 
-void kg_tiny257_ntt_forward(int16_t a[64])
+void kg_tiny257_ntt_forward(int16_t *a)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_tiny257_ntt_forward(int16_t a[64])
     }
 }
 
-void kg_tiny257_basemul(int16_t r[64], const int16_t a[64], const int16_t b[64])
+void kg_tiny257_basemul(int16_t *r, const int16_t *a, const int16_t *b)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_tiny257_basemul(int16_t r[64], const int16_t a[64], const int16_t b[64])
     }
 }
 
-void kg_tiny257_ntt_inverse(int16_t a[64])
+void kg_tiny257_ntt_inverse(int16_t *a)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_ntt_inverse_avx2(a); return;
@@ -141,7 +141,7 @@ void kg_tiny257_ntt_inverse(int16_t a[64])
     }
 }
 
-void kg_tiny257_reduce_barrett(int16_t a[64])
+void kg_tiny257_reduce_barrett(int16_t *a)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_reduce_barrett_avx2(a); return;
@@ -149,7 +149,7 @@ void kg_tiny257_reduce_barrett(int16_t a[64])
     }
 }
 
-void kg_tiny257_reduce_special(int16_t a[64])
+void kg_tiny257_reduce_special(int16_t *a)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_reduce_special_avx2(a); return;
@@ -157,7 +157,7 @@ void kg_tiny257_reduce_special(int16_t a[64])
     }
 }
 
-void kg_tiny257_freeze(int16_t a[64])
+void kg_tiny257_freeze(int16_t *a)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_freeze_avx2(a); return;
@@ -165,7 +165,7 @@ void kg_tiny257_freeze(int16_t a[64])
     }
 }
 
-void kg_tiny257_mulmod_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64])
+void kg_tiny257_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_mulmod_shoup_avx2(r, a, w, wp); return;
@@ -173,7 +173,7 @@ void kg_tiny257_mulmod_shoup(uint16_t r[64], const uint16_t a[64], const uint16_
     }
 }
 
-void kg_tiny257_muladd_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64])
+void kg_tiny257_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b)
 {
     switch (kg_tiny257_need()) {
     case 0: kg_tiny257_muladd_shoup_avx2(r, a, w, wp, b); return;
