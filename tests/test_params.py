@@ -38,6 +38,7 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"q": 12289, "reducer": "special"}, "reducer", "no special form"),  # not Shoup's with auto: the reducer named
     ({"name": "k" * 101}, "name", "1 to 100 lower-case letters"),
     ({"name": "-k"}, "name", "the first a letter or digit"),
+    ({"width": 64, "q": 4294967681, "n": 2, "isa": "scalar"}, "isa", "needs n >= 4"),
     ({"reduction": "lazy"}, "reduction", "one of"),
     ({"layers": 9}, "layers", "between 5 and 7"),
     ({"layers": 4}, "layers", "at least 5 so that base blocks have degree at most 8"),

@@ -176,6 +176,8 @@ SEEDS = [  # sets that validated and then did not build, or whose explicit choic
     {"name": "s", "family": "ntt", "n": 2, "q": 8380417, "width": 32},
     {"name": "s", "family": "ntt", "n": 512, "q": 12289, "reducer": "special"},
     {"name": "s" * 300, "family": "ntt", "n": 64, "q": 257},
+    {"name": "s", "family": "ntt", "n": 2, "q": 79249460751830849, "width": 64, "isa": "auto"},
+    {"name": "s", "family": "ntt", "n": 2, "q": 79249460751830849, "width": 64, "isa": "scalar"},
 ]
 
 

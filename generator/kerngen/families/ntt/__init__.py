@@ -3,7 +3,9 @@ and reductions, on vector lanes."""
 
 from __future__ import annotations
 
+from ...core.errors import ParamError
 from ...core.family import Family
+from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params
 
 
@@ -12,10 +14,16 @@ class NttFamily(Family):
     keys = params.KEYS
 
     def parse(self, table, common, overrides):
-        """The schema, then the bound analysis: a set that validates emits."""
+        """The schema, then the bound analysis and the lemmas the kernels rest
+        on: a set that validates emits."""
         p = params.parse(table, common, overrides)
-        for t in p.targets:
-            build.design(p, t)
+        try:
+            for t in p.targets:
+                build.prove_lemmas(p, build.design(p, t))
+        except LemmaError as e:
+            raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions of "
+                                            "this q within its time limit (q just above 2^20 are the slowest); "
+                                            "choose another q") from None
         return p
 
     def build(self, p):

@@ -255,6 +255,21 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     return min(options, key=lambda o: o[:2])[2]
 
 
+def prove_lemmas(p: NttParams, ar: Arithmetic) -> None:
+    """Prove (once per process) the lemmas the kernels of a design rest on:
+    its multiplications', and on signed lanes the reductions' (the freeze's
+    range over the whole lane is the hardest the SMT solver is asked).
+    Validation calls it, so that a q whose proofs the solver cannot settle
+    in its time limit is refused before any kernel is built."""
+    ar.mul.prove()
+    montgomery_basemul(p, ar).mul.prove()
+    if p.width in MONTGOMERY_WIDTHS:
+        reducers(p.q, p.width)
+        freezer(p.q, p.width)
+        if not ar.mul.signed:
+            lifter(p.q, p.width)
+
+
 def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     """What base multiplication is built with: products of two variables
     need Montgomery's (Shoup's needs w' precomputed for a constant), so a

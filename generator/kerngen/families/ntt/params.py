@@ -23,6 +23,7 @@ MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wide
 MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
 AUTO_ISA = "auto"
 ISAS = (AVX2.name, SSE.name, SCALAR.name, AUTO_ISA)
+SCALAR_MIN_N = 4  # n = 2 has vectors of one lane, which the scalar legalisation reads past (not built)
 SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
 # what isa = "auto" builds, per lane width, best first (the dispatch unit calls the first the CPU runs), as
 # measured (README, "Measured figures"): AVX2 first everywhere; then SSE for 16- and 32-bit lanes, while
@@ -80,7 +81,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "width", f"must be one of {', '.join(map(str, WIDTHS))} (the lane widths implemented), "
                                        f"got {width}")
     isas = choose_isas(src, table, overrides, ISAS, "ntt")
-    if AUTO_ISA in isas:
+    by_auto = AUTO_ISA in isas
+    if by_auto:
         if len(isas) > 1:
             raise ParamError(src, "isa", f"\"{AUTO_ISA}\" stands alone (it chooses the list), "
                                          f"got {toml_value(list(isas))}")
@@ -91,6 +93,12 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     n = require(src, table, "n", int, "a power of two")
     if n < 2 or n > 4096 or n & (n - 1):
         raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")
+    if SCALAR.name in isas and n < SCALAR_MIN_N:
+        if by_auto:  # auto chooses what builds
+            isas = tuple(i for i in isas if i != SCALAR.name)
+        else:
+            raise ParamError(src, "isa", f"\"{SCALAR.name}\" needs n >= {SCALAR_MIN_N}: its kernels for vectors "
+                                         f"of one lane (n = 2) are not built; use avx2 or sse, got n = {n}")
     q = require(src, table, "q", int, "an odd prime")
     if q < 3 or not sympy.isprime(q):
         raise ParamError(src, "q", f"must be an odd prime, got {q}")
