@@ -293,7 +293,7 @@ def test_a_karatsuba_cross_term_is_bounded_only_from_the_sums_of_its_factors():
     two products' summed factors (here its first subtraction's sources
     swapped, or a sum of its factors made a difference) is refused."""
     import dataclasses
-    from kerngen.passes.verify import KARATSUBA
+    from kerngen.passes.idioms.karatsuba import KARATSUBA
     p = load(REPO / "params/kyber-3329.toml")
     fn = next(f for f in build(p).functions if f.kind == "basemul" and f.kernel.target.isa.name == "avx2")
     inputs = {1: (-16184, 16184), 2: (-16184, 16184)}

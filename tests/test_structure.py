@@ -110,3 +110,29 @@ def test_isa_abi_and_word_literals_live_in_the_table_and_the_target_layer():
             if _ISA.match(s) or _ABI.search(s) or _WORD_OPS.match(s):
                 hits.append(f"{rel}: {s!r}")
     assert hits == []
+
+
+def test_verifier_is_the_abstract_machine_alone():
+    """passes/verify.py interprets instructions; the checks of tagged groups
+    live in passes/idioms, found by tag kind: verify.py names no kind."""
+    from kerngen.passes.idioms import REGISTERED
+
+    verify = PKG / "passes" / "verify.py"
+    kinds = {kind for check in REGISTERED for kind in check.kinds}
+    assert len(verify.read_text().splitlines()) <= 450
+    assert sorted(kinds & set(_strings(verify))) == []
+
+
+def test_each_idiom_module_registers_its_own_kinds():
+    import importlib
+
+    from kerngen.passes.idioms import REGISTERED, check_for, lemma
+
+    kinds = [kind for check in REGISTERED for kind in check.kinds]
+    assert len(kinds) == len(set(kinds))
+    modules = sorted(f.stem for f in (PKG / "passes" / "idioms").glob("*.py"))
+    checks = [importlib.import_module(f"kerngen.passes.idioms.{m}").CHECK for m in modules
+              if m not in ("__init__", "base", "terms", "lemma")]
+    assert sorted(map(id, checks)) == sorted(map(id, REGISTERED))
+    assert all(check_for(kind) is check for check in REGISTERED for kind in check.kinds)
+    assert check_for("no such kind") is lemma.CHECK

@@ -22,7 +22,8 @@ from functools import partial
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, sized_load, sized_store, spec
-from ...passes.verify import KARATSUBA, PAIR
+from ...passes.idioms.karatsuba import KARATSUBA
+from ...passes.idioms.pair import PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
 from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const

@@ -33,7 +33,7 @@ from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, lane_range
 from ...passes import wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
-from ...passes.verify import SHOUP
+from ...passes.idioms.shoup import SHOUP
 from ...target.isa import AVX2, Isa
 from .montgomery import ODD_LANES, broadcast_operands, odd_down
 from .reducers import broadcast_const, emit_idiom
