@@ -225,11 +225,14 @@ def test_shipped_names_work_anywhere_and_list_prints_usable_paths(tmp_path):
     assert (tmp_path / "k" / "kyber-3329.asm").read_text() == (REPO / "generated/kyber-3329/kyber-3329.asm").read_text()
     r = kerngen("list", cwd=tmp_path)
     assert r.returncode == 0
-    for line in r.stdout.splitlines():
-        shown = line.split()[-1]
-        assert not (tmp_path / shown).exists() and "/" not in shown  # a name, which works from here
+    names = [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()][:len(list(REPO.glob("params/*.toml")))]
+    assert sorted(names) == sorted(p.stem for p in REPO.glob("params/*.toml"))
+    assert "files:" not in r.stdout  # away from the repository only names are shown, and they work from here
+    assert kerngen("emit", names[-1], "--out", "n", cwd=tmp_path).returncode == 0
     r = kerngen("list")
-    assert all((REPO / line.split()[-1]).is_file() for line in r.stdout.splitlines())
+    files = next(line for line in r.stdout.splitlines() if line.startswith("files: "))
+    pattern = files.split()[1].rstrip(";")
+    assert all((REPO / pattern.replace("NAME", name)).is_file() for name in names)
 
 
 def test_the_reproduce_command_keeps_the_directory(tmp_path):
@@ -263,6 +266,8 @@ def test_bench_rows_are_named_by_symbol():
     r = kerngen("bench", "params/tiny-257.toml", "--batches", "3")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].split()[0] == "symbol"
-    symbols = [ln.split()[0] for ln in lines[1:-1]]
-    assert len(set(symbols)) == len(symbols) and all(s.startswith("kg_tiny257_") for s in symbols)
+    assert lines[0] == "tiny-257 (symbols kg_tiny257_KERNEL)" and lines[1].split()[0] == "kernel"
+    kernels = [ln.split()[0] for ln in lines[2:lines.index("")]]
+    manifest = json.loads((REPO / "generated/tiny-257/manifest.json").read_text())
+    named = {f["symbol"].removeprefix("kg_tiny257_") for f in manifest["functions"]}
+    assert kernels and len(set(kernels)) == len(kernels) and set(kernels) <= named  # each row one kernel

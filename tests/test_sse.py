@@ -97,7 +97,7 @@ def _routing_program(manifest: dict, prefix: str, header: str, stubs: bool) -> s
     calls = []
     for f in manifest["functions"]:
         base = f["symbol"].removesuffix("_" + f["isa"])
-        params = ", ".join(f"{'const ' if a['role'] == 'in' else ''}{f['dtype']}_t {a['name']}[{a['count']}]"
+        params = ", ".join(f"{'const ' if a['role'] == 'in' else ''}{f['dtype']}_t *{a['name']}"
                            for a in f["args"])
         if stubs:
             lines.append(f"void {f['symbol']}({params}) {{ "

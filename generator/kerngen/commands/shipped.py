@@ -111,7 +111,7 @@ CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output
                   Column("reduction"), Column("reducer")]
 NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial; d: the degree of",
          "the NTT's base blocks (n / 2^layers); output: one for every kernel, or forward/basemul/inverse;",
-         "auto: the cost model chooses when emitting")
+         "|x|<=B: every output proven within [-B, B]; auto: the cost model chooses when emitting")
 
 
 def set_row(p) -> list[str]:
@@ -126,7 +126,7 @@ def choice_row(p) -> list[str] | None:
     """The set's choices under CHOICE_COLUMNS; None for a family with none."""
     if not hasattr(p, "output"):
         return None
-    outputs = [v for _, v in p.output]
+    outputs = [v if isinstance(v, str) else f"|x|<={v}" for _, v in p.output]  # a number: a bound on |value|
     return [p.name, p.mul, p.order, outputs[0] if len(set(outputs)) == 1 else "/".join(outputs), p.policy, p.reducer]
 
 

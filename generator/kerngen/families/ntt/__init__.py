@@ -7,6 +7,7 @@ from ...core.errors import ParamError
 from ...core.family import Family
 from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params
+from .reducers import barrett_reducer
 
 
 class NttFamily(Family):
@@ -17,6 +18,11 @@ class NttFamily(Family):
         """The schema, then the bound analysis and the lemmas the kernels rest
         on: a set that validates emits."""
         p = params.parse(table, common, overrides)
+        for kernel, bound in p.output:  # a number needs mul = "montgomery", so signed lanes with Barrett
+            error = isinstance(bound, int) and params.output_bound_error(p, kernel, bound,
+                                                                         barrett_reducer(p.q, p.width).out_abs)
+            if error:
+                raise error
         try:
             for t in p.targets:
                 build.prove_lemmas(p, build.design(p, t))

@@ -290,11 +290,12 @@ def build(p: NttParams) -> Bundle:
     bm_mul = montgomery_basemul(p, ar).mul
     lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
+    scale_last: dict[str, bool] = {}  # the first ISA's choice of where the inverse scales, kept by the others
     for t in p.targets:
         own = design(p, t)
         if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
             raise AssertionError(f"{t.isa.name}: the layout leaves another order than {p.target.isa.name}'s")
-        fns += _kernels(p, t, own, lay)
+        fns += _kernels(p, t, own, lay, scale_last)
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
@@ -312,8 +313,11 @@ def build(p: NttParams) -> Bundle:
                   header_constants(p, lay, fns), design=ar)
 
 
-def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[Function]:
-    """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA."""
+def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout, scale_last: dict[str, bool]
+             ) -> list[Function]:
+    """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA; `scale_last`
+    holds, per direction, whether the first ISA built scales on the last layer (every ISA's kernel
+    must have the same contract, and the shorter choice could differ between ISAs)."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits, isa, signed = p.width, t.isa.name, mul.signed
     available = reducers(p.q, bits) if bits in MONTGOMERY_WIDTHS else {}  # signed lanes' reductions
@@ -374,17 +378,18 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
 
         # the inverse with its scaling on the first layer and on the last: the shorter kernel
         builds = []
-        for scale_last in ((False, True) if direction == "inverse" and signed else (False,)):
+        options = (False, True) if direction == "inverse" and signed else (False,)
+        for last in (scale_last[direction],) if direction in scale_last else options:
             try:
                 bound = contract.arg("a").requires.bound.hi  # (the first-layer schedule under its cache key)
-                s = schedule(ar, p.policy, direction, bound, True) if scale_last else \
+                s = schedule(ar, p.policy, direction, bound, True) if last else \
                     schedule(ar, p.policy, direction, bound)
                 c = build_with(s)
-                builds.append((len(c.kernel.body), scale_last, s, c))
+                builds.append((len(c.kernel.body), last, s, c))
             except (ScheduleError, VerifyError):
-                if not scale_last:
+                if not last or direction in scale_last:
                     raise
-        _, _, s, c = min(builds, key=lambda x: x[:2])
+        _, scale_last[direction], s, c = min(builds, key=lambda x: x[:2])
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c

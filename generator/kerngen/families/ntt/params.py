@@ -12,7 +12,6 @@ from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_is
 from ...target.isa import AVX2, SCALAR, SSE
 from ...target.target import Target
 from .maths import max_layers
-from .reducers import barrett_reducer
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
@@ -169,7 +168,7 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     outputs = _outputs(src, table)
     for kernel, given in outputs:
         if isinstance(given, int):
-            _output_bound(src, kernel, given, q, width, mul)
+            _output_bound(src, kernel, given, mul)
     inverse_top = inverse_input_top(width, q)
     if dict(outputs)["basemul"] in OUTPUTS[1:] and q - 1 > inverse_top:
         raise ParamError(src, "output", f"basemul = {toml_value(dict(outputs)['basemul'])} needs "
@@ -231,19 +230,27 @@ def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
     return tuple((k, given.get(k, OUTPUTS[0])) for k in OUTPUT_KERNELS)
 
 
-def _output_bound(src: str, kernel: str, bound: int, q: int, width: int, mul: str) -> None:
+def _output_bound(src: str, kernel: str, bound: int, mul: str) -> None:
     """`output = { kernel = B }`: every output proven in [-B, B], for a
     scheme that adds to it (ML-DSA's t + s2 must stay inside (-q, q)). A
     final Barrett reduction guarantees its own bound whatever comes before
     it, so any B from there to the lane's top can be met; the bound is of
-    |value|, so the lanes must be signed (Montgomery's)."""
+    |value|, so the lanes must be signed (Montgomery's); the family checks
+    B against the reducers (output_bound_error)."""
     if mul != "montgomery":
         raise ParamError(src, "output", f"{kernel} = {bound} (a bound on |value|) needs mul = \"montgomery\" "
                                         f"(signed lanes), got mul = {toml_value(mul)}")
-    least, top = barrett_reducer(q, width).out_abs, (1 << (width - 1)) - 1
-    if not least <= bound <= top:
-        raise ParamError(src, "output", f"{kernel} = {bound}: a bound on |value| must be from {least} (what a "
-                                        f"final Barrett reduction guarantees for q = {q}) to {top} (the lane's top)")
+
+
+def output_bound_error(p: NttParams, kernel: str, bound: int, least: int) -> ParamError | None:
+    """The refusal of `output = { kernel = bound }` unless it lies from `least` (what a final Barrett
+    reduction guarantees: the kernels' reducers know it) to the lane's top."""
+    top = (1 << (p.width - 1)) - 1
+    if least <= bound <= top:
+        return None
+    return ParamError(p.source, "output", f"{kernel} = {bound}: a bound on |value| must be from {least} (what a "
+                                          f"final Barrett reduction guarantees for q = {p.q}) to {top} (the lane's "
+                                          "top)")
 
 
 # what the manifest says of an output range (None: only its proven bound)

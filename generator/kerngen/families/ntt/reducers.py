@@ -19,13 +19,13 @@ from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, has, spec
 from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
-_CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
+CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
 CONST_BYTES = 32  # a broadcast constant fills the widest register
 SMT_CANDIDATES = 3  # special forms proven where proofs are SMT's (each may take the solver seconds)
 
 
 def const_label(value: int, bits: int) -> str:
-    p = _CONST_PREFIX[bits]
+    p = CONST_PREFIX[bits]
     return f"{p}_{value}" if value >= 0 else f"{p}_m{-value}"
 
 

@@ -21,11 +21,11 @@ from ...target.render import c_lines
 from .build import DIRECTIONS, block_layout, design, header_constants, montgomery_basemul
 from .kernels import build_basemul, build_ntt, kernel_builder
 from .params import MONTGOMERY_WIDTHS, NttParams
-from .reducers import _CONST_PREFIX, broadcast_const, reducers
+from .reducers import CONST_PREFIX, broadcast_const, reducers
 from .schedule import schedule
 from .shoup import ShoupReduction
 
-_BROADCAST = re.compile(rf"^({'|'.join(_CONST_PREFIX.values())})_(m?)(\d+)$")
+_BROADCAST = re.compile(rf"^({'|'.join(CONST_PREFIX.values())})_(m?)(\d+)$")
 
 
 def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
@@ -71,7 +71,7 @@ def broadcast_table(label: str) -> Table | None:
     if not found:
         return None
     prefix, minus, digits = found.groups()
-    bits = next(bits for bits, name in _CONST_PREFIX.items() if name == prefix)
+    bits = next(bits for bits, name in CONST_PREFIX.items() if name == prefix)
     b = Builder(vector_bits=256)
     broadcast_const(b, -int(digits) if minus else int(digits), bits)
     return b.tables[label]
