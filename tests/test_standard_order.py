@@ -15,11 +15,8 @@ import subprocess
 import pytest
 import sympy
 
+from fips import bitrev
 from test_examples import PARAMS, SHIPPED, WARNINGS, Bundle, kernels, needs, run_all, runs_here, succeed  # noqa: F401
-
-
-def brv(x: int, bits: int) -> int:
-    return int(format(x, f"0{bits}b")[::-1], 2) if bits else 0
 
 
 def standard_ntt(f: list[int], q: int, zeta: int, layers: int) -> list[int]:
@@ -30,7 +27,7 @@ def standard_ntt(f: list[int], q: int, zeta: int, layers: int) -> list[int]:
     n, i, length = len(f), 1, len(f) // 2
     for _ in range(layers):
         for start in range(0, n, 2 * length):
-            z = pow(zeta, brv(i, layers), q)
+            z = pow(zeta, bitrev(i, layers), q)
             i += 1
             for j in range(start, start + length):
                 t = z * f[j + length] % q
