@@ -7,15 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-import sympy
-
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...core.errors import ParamError, VerifyError, toml_value
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
-from ...ir.instr import ArgBase, ArgSpec, Mem
-from ...ir.ops import lane_range, spec
+from ...ir.instr import ArgSpec
+from ...ir.ops import lane_range
 from ...ir.stream import executed
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
@@ -24,14 +22,15 @@ from .kernels import (WhereAbove, basemul_variants, build_basemul, build_mulmod_
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
-from .params import (MONTGOMERY_WIDTHS, NttParams, inverse_input_top, output_range, output_representation,
+from .params import (MONTGOMERY_WIDTHS, NttParams, output_range, output_representation,
                      output_words, strategies)
 from .reducers import Reducer, freezer, lifter, reducers
-from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
+from .cost import basemul_cost, choose_reducer, strategy_cost
+from .schedule import (DIRECTIONS, Arithmetic, ReductionSchedule, ScheduleError, forward_input,
+                       inverse_input, schedule)
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
 from .standard_order import standard_order_tables
 
-DIRECTIONS = ("forward", "inverse")
 ORDER_TEXT = {
     "fastest": "fastest order (positions below)",
     "standard": "standard order: block j at D*j..D*j+D-1, zetas[j] = psi^(2 brv(j) + 1) (FIPS 203 and 204)",
@@ -60,114 +59,6 @@ def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> Bl
     for pos, idx in enumerate(output_order):
         positions[idx // d][idx % d] = pos
     return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions), order)
-
-
-def inverse_input(bits: int, q: int, signed: bool = True) -> Bound:
-    """What the inverse NTT accepts: signed lanes as `inverse_input_top`
-    says; unsigned (Shoup) lanes [0, 2q), what Shoup's products leave."""
-    if not signed:
-        return Bound(0, 2 * q - 1)
-    top = inverse_input_top(bits, q)
-    return Bound(-top, top)
-
-
-def forward_input(q: int, signed: bool = True) -> Bound:
-    return Bound(-(q - 1) if signed else 0, q - 1)
-
-
-def input_bound(math: NttMath, direction: str, bits: int, signed: bool = True) -> int:
-    """Largest |input| (signed lanes) or input (unsigned) the forward or inverse NTT accepts (its contract)."""
-    return (forward_input(math.q, signed) if direction == "forward" else inverse_input(bits, math.q, signed)).hi
-
-
-def _schedules(ar: Arithmetic, p: NttParams) -> dict[str, ReductionSchedule]:
-    return {d: schedule(ar, p.policy, d, input_bound(ar.math, d, p.width, ar.mul.signed)) for d in DIRECTIONS}
-
-
-def butterfly_cost(ar: Arithmetic, direction: str) -> int:
-    """One butterfly of the strategy as the builder emits it, counted: every
-    instruction once, every multiplication twice (the NTTs are bound by the
-    multiplier ports)."""
-    bits, size = ar.layout.lane_bits, ar.layout.vector_bytes
-    b = kernel_builder(ar.layout)
-    x, y, q = (b.op("load", Mem(ArgBase(0), size * k, size)) for k in range(3))
-    factor = ar.mul.operands([1] * (size * 8 // bits), lambda row: Mem(ArgBase(0), 0, size))
-    start = len(b.instrs)
-    ar.mul.butterfly(b, x, y, factor, q, direction == "inverse", None, 2 * ar.math.q, "")
-    return instructions_cost(b.instrs[start:])
-
-
-def instructions_cost(body) -> int:
-    """Instructions by the cost model: every one once, multiplications twice."""
-    return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in body)
-
-
-def _basemul_cost(body) -> tuple[int, int]:
-    """A base multiplication's cost, ties going to fewer multiplications (the
-    multiplier ports are what it waits on)."""
-    return instructions_cost(body), sum(spec(ins.op).cls == "mul" for ins in body)
-
-
-def reduction_cost(r) -> int:
-    """One vector reduction by the cost model: instructions, multiplications counted twice."""
-    return r.instructions + 2 * r.multiplications
-
-
-def strategy_cost(ar: Arithmetic, p: NttParams) -> int:
-    """Both NTTs' butterflies and scheduled reductions by the cost model (`butterfly_cost`)."""
-    butterflies = ar.math.layers * ar.layout.vectors // 2
-    return sum(butterflies * butterfly_cost(ar, d) + s.count * reduction_cost(ar.reducer)
-               for d, s in _schedules(ar, p).items())
-
-
-def choose_reducer(p: NttParams, math: NttMath, mul: Montgomery, layout, available: dict[str, Reducer]) -> Reducer:
-    """The named reducer, or for "auto" the cheapest by the cost model: every
-    multiplication counts twice (the NTTs are bound by the multiplier ports).
-    A reducer with which no schedule keeps the lanes in range is not a choice;
-    when none is left, q is too large for the lanes, and the message says
-    which q would do."""
-    if p.reducer != "auto" and p.reducer not in available:
-        raise ParamError(p.source, "reducer", f"q = {p.q} has no special form: no 2^a mod q with at most three "
-                                              f"signed binary digits gives a reduction below 2^{p.width - 2}; "
-                                              "use barrett or auto")
-    kinds = list(available) if p.reducer == "auto" else [p.reducer]
-    costs, failure = {}, None
-    for kind in kinds:
-        r = available[kind]
-        try:
-            count = sum(s.count for s in _schedules(Arithmetic(math, layout, mul, r), p).values())
-        except ScheduleError as e:
-            failure = e
-            continue
-        costs[kind] = count * reduction_cost(r)
-    if not costs:
-        best = largest_feasible_q(p, layout, kinds)
-        raise ParamError(p.source, "q", f"q = {p.q} is too large for n = {p.n} on {p.width}-bit lanes with "
-                                        f"{' or '.join(kinds)} reduction: the {failure.direction} NTT's layer "
-                                        f"{failure.layer} can leave int{p.width} however its inputs are reduced; "
-                                        + (f"the largest prime that works here is q = {best}" if best else
-                                           "no smaller prime with the same layers works either"))
-    return available[min(costs, key=lambda k: (costs[k], k != "barrett"))]
-
-
-def largest_feasible_q(p: NttParams, layout, kinds: list[str]) -> int | None:
-    """The largest prime q' < q with 2^(layers+1) | q'-1 for which a schedule
-    exists with one of the reduction `kinds` (the bound analysis decides)."""
-    step = 1 << (p.layers + 1)
-    cand = (p.q - 2) // step * step + 1
-    while cand > step:
-        if sympy.isprime(cand):
-            math, mul = NttMath(p.n, cand, p.layers), Montgomery(cand, p.width)
-            available = reducers(cand, p.width)
-            for kind in kinds:
-                if kind in available:
-                    try:
-                        _schedules(Arithmetic(math, layout, mul, available[kind]), p)
-                        return cand
-                    except ScheduleError:
-                        pass
-        cand -= step
-    return None
 
 
 def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1, unsigned: bool = False) -> ArgSpec:
@@ -450,7 +341,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout, scale_la
         builds = {v: first_fitting(bm_output, partial(make, variant=v), "r",
                                    lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
                   for v in basemul_variants(layout)}
-        (kara, summed, il), bc = min(builds.items(), key=lambda kv: _basemul_cost(executed(kv[1].kernel)))
+        (kara, summed, il), bc = min(builds.items(), key=lambda kv: basemul_cost(executed(kv[1].kernel)))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
                  *((("karatsuba", kara),) if layout.d == 2 else ()), *((("summed_factors", summed),) if kara else ()),
                  ("interleaved_units", il))

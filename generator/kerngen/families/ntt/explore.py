@@ -25,7 +25,8 @@ from ...core.bundle import Bundle, Function
 from ...core.errors import KerngenError, ParamError
 from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
-from .build import DIRECTIONS, build, design, schedules
+from .build import build, design, schedules
+from .schedule import DIRECTIONS
 from .layout import NttLayout, layer_pairs, register_key
 from .params import MULS, POLICIES, REDUCERS, NttParams, strategies
 from .reducers import reducers

@@ -18,10 +18,12 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ...core.contract import Bound
 from ...core.errors import VerifyError
 from .layout import LayerPairs, NttLayout, layer_pairs, register_key
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
+from .params import inverse_input_top
 from .reducers import Reducer
 from .shoup import HarveyReducer, Shoup
 
@@ -247,3 +249,24 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
             b[x], b[y] = bx, by
     return _State(state.count + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
                   state.max_bound + (max(b),), state.per_index + (tuple(b),))
+
+
+DIRECTIONS = ("forward", "inverse")
+
+
+def inverse_input(bits: int, q: int, signed: bool = True) -> Bound:
+    """What the inverse NTT accepts: signed lanes as `inverse_input_top`
+    says; unsigned (Shoup) lanes [0, 2q), what Shoup's products leave."""
+    if not signed:
+        return Bound(0, 2 * q - 1)
+    top = inverse_input_top(bits, q)
+    return Bound(-top, top)
+
+
+def forward_input(q: int, signed: bool = True) -> Bound:
+    return Bound(-(q - 1) if signed else 0, q - 1)
+
+
+def input_bound(math: NttMath, direction: str, bits: int, signed: bool = True) -> int:
+    """Largest |input| (signed lanes) or input (unsigned) the forward or inverse NTT accepts (its contract)."""
+    return (forward_input(math.q, signed) if direction == "forward" else inverse_input(bits, math.q, signed)).hi

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, Table
 from ...target.render import c_lines
-from .build import DIRECTIONS, block_layout, design, header_constants, montgomery_basemul
+from .build import block_layout, design, header_constants, montgomery_basemul
+from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder
 from .params import MONTGOMERY_WIDTHS, NttParams
 from .reducers import CONST_PREFIX, broadcast_const, reducers
