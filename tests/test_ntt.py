@@ -10,7 +10,8 @@ from kerngen.core.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
 from kerngen.families.ntt import schedule as schedule_module
-from kerngen.families.ntt.build import build, design, input_bound
+from kerngen.families.ntt.build import build, design
+from kerngen.families.ntt.schedule import input_bound
 from kerngen.families.ntt.kernels import build_ntt, kernel_builder
 from kerngen.families.ntt.layout import block_units, plan, unit_pairs
 from kerngen.families.ntt.reducers import reducers
