@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from kerngen.commands.test import test_bundle
-from kerngen.core.errors import KerngenError
+from kerngen.errors import KerngenError
 from kerngen.families.ntt import build as ntt_build
 from kerngen.harness import driver
 from kerngen.ir.instr import Imm, Instr, Mem, TableBase
-from kerngen.ir.ops import spec
-from kerngen.target.files import write
-from kerngen.target.render import render
+from kerngen.machine.ops import spec
+from kerngen.emission.files import write
+from kerngen.emission.render import render
 
 OPERATORS = ("table", "pair", "swap", "imm", "drop", "modulus")
 

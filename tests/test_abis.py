@@ -17,7 +17,7 @@ import pytest
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, load
 from kerngen.harness import macho, wine
-from kerngen.target.render import render
+from kerngen.emission.render import render
 
 from conftest import REPO, kerngen, on_the_set_worker
 

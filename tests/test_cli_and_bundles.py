@@ -7,9 +7,9 @@ import pytest
 
 from kerngen import cli
 from kerngen.commands import bench as bench_cmd
-from kerngen.core.errors import toml_value
+from kerngen.errors import toml_value
 from kerngen.families import family_of, load
-from kerngen.target.render import render
+from kerngen.emission.render import render
 
 from conftest import REPO, kerngen, on_the_set_worker
 

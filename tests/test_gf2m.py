@@ -13,14 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerngen.commands.test import test_bundle as run_bundle_tests
-from kerngen.core.errors import HarnessError, ParamError
+from kerngen.errors import HarnessError, ParamError
 from kerngen.families import from_mapping, load
 from kerngen.families.gf2m import checks as gf2m_checks, ladder as gf2m_ladder, reference
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.families.gf2m.gf2x import is_irreducible
 from kerngen.harness import driver
-from kerngen.target.files import write
-from kerngen.target.render import render
+from kerngen.emission.files import write
+from kerngen.emission.render import render
 
 from conftest import on_the_set_worker
 

@@ -471,8 +471,8 @@ def test_an_abi_violation_is_counted_and_every_object_still_tested(tmp_path: Pat
     from kerngen.core.params import Overrides
     from kerngen.families import build_all, load
     from kerngen.harness import wine
-    from kerngen.target.files import write
-    from kerngen.target.render import render
+    from kerngen.emission.files import write
+    from kerngen.emission.render import render
 
     from conftest import REPO
 

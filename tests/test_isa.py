@@ -1,8 +1,8 @@
-from kerngen.core.errors import AllocationError
+from kerngen.errors import AllocationError
 from kerngen.ir.instr import ArgBase, Builder, Mem, PhysReg, StackBase, TableBase
 from kerngen.passes.allocate import RegisterPools, allocate
-from kerngen.target.printer import body_text
-from kerngen.target.target import make_target
+from kerngen.emission.printer import body_text
+from kerngen.machine.target import make_target
 
 import pytest
 

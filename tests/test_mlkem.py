@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kerngen.core.contract import ArgContract, Bound, Contract, Values
-from kerngen.core.errors import VerifyError
+from kerngen.errors import VerifyError
 from kerngen.families import load
 from kerngen.families.ntt.build import _arg, design
 from kerngen.families.ntt.kernels import build_basemul, kernel_builder

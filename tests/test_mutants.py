@@ -13,8 +13,8 @@ import pytest
 from kerngen.commands.test import test_bundle as run_bundle_test
 from kerngen.families import load
 from kerngen.families.ntt.build import build
-from kerngen.target.files import write
-from kerngen.target.render import render
+from kerngen.emission.files import write
+from kerngen.emission.render import render
 
 from conftest import REPO
 from mutation import (OPERATORS, copied_with, escaping_mutants, instruction_mutants, run_mutant,

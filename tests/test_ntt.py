@@ -6,7 +6,7 @@ import sympy
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from kerngen.commands.test import test_bundle as run_kerngen_bundle, test_params as run_kerngen_test
-from kerngen.core.errors import VerifyError
+from kerngen.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
 from kerngen.families.ntt import schedule as schedule_module
@@ -18,7 +18,7 @@ from kerngen.families.ntt.reducers import reducers
 from kerngen.families.ntt.schedule import schedule
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.passes.verify import verify_kernel
-from kerngen.target.target import make_target
+from kerngen.machine.target import make_target
 
 from conftest import REPO, kerngen, on_the_set_worker
 
@@ -43,7 +43,7 @@ def test_every_policy_and_reducer_passes(policy, reducer):
 
 
 def _usable(n: int, q: int) -> bool:
-    from kerngen.core.errors import ParamError
+    from kerngen.errors import ParamError
     try:
         from_mapping({"name": "r", "family": "ntt", "n": n, "q": q}, "random")
         return True
@@ -252,7 +252,7 @@ def test_small_vectors_pass_against_sympy(n, q):
 def test_every_validated_set_emits(log_n, k, policy, reducer):
     """Any (n, q, policy, reducer) that validation accepts builds and verifies:
     q of the NTT-friendly shape k * 2^(log2 n + 1) + 1, up to the lanes' limit."""
-    from kerngen.core.errors import ParamError
+    from kerngen.errors import ParamError
     n = 1 << log_n
     q = k * (2 * n) + 1
     assume(q < 32768 and sympy.isprime(q))

@@ -1,6 +1,6 @@
 import pytest
 
-from kerngen.core.errors import ParamError
+from kerngen.errors import ParamError
 from kerngen.families import load
 from kerngen.families.ntt.maths import max_layers
 

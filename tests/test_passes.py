@@ -13,7 +13,7 @@ import pytest
 
 from kerngen.core.bundle import Bundle, Function
 from kerngen.core.contract import ArgContract, Bound, Contract, Values
-from kerngen.core.errors import CheckError
+from kerngen.errors import CheckError
 from kerngen.families import load
 from kerngen.families.ntt.build import build as ntt_build
 from kerngen.families.ntt.kernels import build_reduce, kernel_builder
@@ -23,7 +23,7 @@ from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.harness import driver
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
-from kerngen.ir.ops import OPS, by_width, has, spec
+from kerngen.machine.ops import OPS, by_width, has, spec
 from kerngen.ir.stream import executed
 from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
 from kerngen.passes import roll as roll_pass
@@ -31,10 +31,10 @@ from kerngen.passes.check import check_encoding
 from kerngen.passes.encoding import fold_loads
 from kerngen.passes import pipeline
 from kerngen.passes.pipeline import compile_kernel
-from kerngen.target.files import write
-from kerngen.target.printer import body_text
-from kerngen.target.render import render
-from kerngen.target.target import make_target
+from kerngen.emission.files import write
+from kerngen.emission.printer import body_text
+from kerngen.emission.render import render
+from kerngen.machine.target import make_target
 
 from conftest import REPO
 

@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from kerngen.core.errors import VerifyError
+from kerngen.errors import VerifyError
 from kerngen.families import load
 from kerngen.families.ntt.build import build
 from kerngen.ir.instr import Imm, Instr
-from kerngen.ir.ops import spec
+from kerngen.machine.ops import spec
 from kerngen.passes.verify import verify_kernel
 
 from conftest import REPO

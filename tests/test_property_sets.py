@@ -31,7 +31,7 @@ import sympy
 from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from kerngen.cli import main
-from kerngen.core.errors import ParamError
+from kerngen.errors import ParamError
 from kerngen.families import load
 from kerngen.families.ntt.params import MONTGOMERY_WIDTHS, MULS, ORDERS, OUTPUT_KERNELS, OUTPUTS, POLICIES, REDUCERS
 

@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 from kerngen.commands.test import test_bundle as run_bundle_test, test_params as run_kerngen_test
-from kerngen.core.errors import AllocationError, ParamError, VerifyError
+from kerngen.errors import AllocationError, ParamError, VerifyError
 from kerngen.families import build_all, from_mapping
 from kerngen.families.ntt.build import build
 from kerngen.harness import wine
 from kerngen.ir.instr import ArgBase, GReg, Instr, Mem, PhysReg, StackBase
-from kerngen.ir.ops import spec
+from kerngen.machine.ops import spec
 from kerngen.passes.allocate import RegisterPools, allocate
 from kerngen.passes.verify import verify_kernel
-from kerngen.target.frame import frame_of
-from kerngen.target.files import write
-from kerngen.target.render import render
+from kerngen.emission.frame import frame_of
+from kerngen.emission.files import write
+from kerngen.emission.render import render
 
 Q62 = 4611686018326724609  # NFLlib's 62-bit prime
 Q50 = 1125899906826241

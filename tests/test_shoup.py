@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from kerngen.core.errors import VerifyError
+from kerngen.errors import VerifyError
 from kerngen.families import load
 from kerngen.families.ntt.build import build, design
 from kerngen.families.ntt.cost import strategy_cost

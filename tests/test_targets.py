@@ -15,10 +15,10 @@ import pytest
 
 from kerngen.families import family_of, for_abi, load
 from kerngen.families.ntt.layout import plan
-from kerngen.target.abi import GPR_NAMES, RBP
-from kerngen.target.frame import Frame, frame_of
-from kerngen.target.render import render
-from kerngen.target.target import PLATFORMS, make_target
+from kerngen.machine.abi import GPR_NAMES, RBP
+from kerngen.emission.frame import Frame, frame_of
+from kerngen.emission.render import render
+from kerngen.machine.target import PLATFORMS, make_target
 
 from conftest import REPO
 

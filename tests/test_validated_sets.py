@@ -8,14 +8,14 @@ import json
 import pytest
 
 from kerngen.cli import main
-from kerngen.core.errors import ParamError, VerifyError
+from kerngen.errors import ParamError, VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, from_mapping, load
 from kerngen.families.ntt import kernels
 from kerngen.families.ntt.build import build, design
 from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.montgomery import odd_down
-from kerngen.target.target import make_target
+from kerngen.machine.target import make_target
 
 from conftest import REPO
 from test_property_sets import assert_refused, run_cli, toml

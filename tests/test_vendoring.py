@@ -22,8 +22,8 @@ from kerngen.core.params import Overrides
 from kerngen.families import build_all, load
 from kerngen.harness import wine
 from kerngen.harness.driver import cpu_flags
-from kerngen.target.render import render
-from kerngen.target.vendor import context, vendor_files
+from kerngen.emission.render import render
+from kerngen.emission.vendor import context, vendor_files
 
 SPDX = "SPDX-License-Identifier: MIT OR Apache-2.0"
 EXTRA = ("README.md", "CMakeLists.txt", "meson.build", "Cargo.toml", "build.rs")

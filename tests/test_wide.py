@@ -13,16 +13,16 @@ import sympy
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kerngen.commands.test import test_params as run_kerngen_test
-from kerngen.core.errors import ParamError, VerifyError
+from kerngen.errors import ParamError, VerifyError
 from kerngen.families import from_mapping
 from kerngen.families.ntt.build import build
 from kerngen.families.ntt.shoup import conditional_subtraction
 from kerngen.ir.instr import Imm
-from kerngen.ir.ops import by_width, spec, unsigned
+from kerngen.machine.ops import by_width, spec, unsigned
 from kerngen.passes import wide
 from kerngen.passes.lemmas import LemmaError, prove
 from kerngen.passes.verify import verify_kernel
-from kerngen.target.isa import AVX2, SCALAR, SSE
+from kerngen.machine.isa import AVX2, SCALAR, SSE
 
 Q62 = 4611686018326724609  # NFLlib's 62-bit prime, 2^62 - 3*2^25 + 1
 Q50 = 1125899906826241  # a 50-bit prime = 1 mod 2^14

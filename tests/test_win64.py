@@ -34,9 +34,9 @@ from kerngen.core.params import Overrides
 from kerngen.families import build_all, family_of, load
 from kerngen.harness import driver, wine
 from kerngen.harness.driver import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
-from kerngen.target.frame import Frame, frame_of
-from kerngen.target.files import write
-from kerngen.target.render import render
+from kerngen.emission.frame import Frame, frame_of
+from kerngen.emission.files import write
+from kerngen.emission.render import render
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "params").glob("*.toml"))

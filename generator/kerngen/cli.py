@@ -12,15 +12,15 @@ import tempfile
 from pathlib import Path
 
 from . import __version__
-from .core.errors import KerngenError, ParamError, UsageError
+from .errors import KerngenError, ParamError, UsageError
 from .core.manifest import is_bundle
-from .target.files import check_new_file
+from .emission.files import check_new_file
 from .core.params import ABIS, Overrides
 from .families import FAMILIES, family_of, load
 from .families.ntt.params import ORDERS, POLICIES, REDUCERS
 from .commands import shipped
-from .target.isa import ISAS
-from .target.target import PLATFORMS, VISIBILITIES
+from .machine.isa import ISAS
+from .machine.target import PLATFORMS, VISIBILITIES
 
 OVERRIDES = ("isa", "abi", "visibility", "policy", "reducer", "order", "prefix")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.bundle import BenchItem, Bundle
 from ..harness import driver
-from ..target.figures import MCA_CPUS, mca_throughput, static_figures
+from ..emission.figures import MCA_CPUS, mca_throughput, static_figures
 from .columns import Column, number, table
 
 TABLE_WIDTH = 100

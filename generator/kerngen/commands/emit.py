@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core.errors import UsageError
+from ..errors import UsageError
 from ..core.manifest import MANIFEST, is_bundle
 from ..families import build_all
 from ..passes.pipeline import cycle_collection_paused
-from ..target.files import check_bundle_dir, write
-from ..target.render import render
+from ..emission.files import check_bundle_dir, write
+from ..emission.render import render
 
 
 def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: bool, say) -> list[Path]:

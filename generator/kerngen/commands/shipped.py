@@ -7,7 +7,7 @@ import difflib
 from importlib.resources import as_file, files
 from pathlib import Path
 
-from ..core.errors import UsageError
+from ..errors import UsageError
 from ..core.manifest import MANIFEST
 from ..families import load
 from .columns import Column, table

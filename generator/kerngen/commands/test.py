@@ -28,9 +28,9 @@ from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
 from ..families.ntt import tables as ntt_tables
 from ..harness import driver, macho, wine
-from ..target.files import write
-from ..target.formats import COFF64, ELF64, MACHO64
-from ..target.render import render
+from ..emission.files import write
+from ..machine.formats import COFF64, ELF64, MACHO64
+from ..emission.render import render
 
 Say = Callable[[str], None]
 

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..target.isa import cpuinfo_name
+from ..machine.isa import cpuinfo_name
 from .contract import Contract
 from .params import names_manifest
 from .proof import MapProof
 
 if TYPE_CHECKING:
     from ..ir.instr import Kernel
-    from ..target.target import Target
+    from ..machine.target import Target
 
 
 @dataclass(frozen=True)

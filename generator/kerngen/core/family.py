@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..target.target import NATIVE, PLATFORMS
+from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
 from .params import Common, Overrides
 

@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .errors import BundleError
+from ..errors import BundleError
 
 MANIFEST = "manifest.json"
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..target.target import PLATFORMS, VISIBILITIES, Target, make_target
-from .errors import ParamError, toml_value
+from ..machine.target import PLATFORMS, VISIBILITIES, Target, make_target
+from ..errors import ParamError, toml_value
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 # a bundle's files are named after the set (NAME_dispatch.c, and while written .NAME.old.XXXXXXXX beside the

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # one class for the whole tool, so the CLI maps harness failures to exit code 2
-from ..core.errors import HarnessError
-from ..target.files import write
-from ..target.formats import ELF64  # the harness loads kernels on this (Linux) machine
-from ..target.render import render
+from ..errors import HarnessError
+from ..emission.files import write
+from ..machine.formats import ELF64  # the harness loads kernels on this (Linux) machine
+from ..emission.render import render
 
 if TYPE_CHECKING:
     import numpy as np

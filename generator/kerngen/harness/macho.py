@@ -18,8 +18,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.errors import HarnessError
-from ..target.formats import MACHO64
+from ..errors import HarnessError
+from ..machine.formats import MACHO64
 from . import driver
 
 TOOLS = ("nasm", "llvm-nm", "llvm-objdump")

@@ -41,8 +41,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.errors import HarnessError
-from ..target.formats import COFF64
+from ..errors import HarnessError
+from ..machine.formats import COFF64
 from . import driver
 from .driver import Case, CaseResult
 

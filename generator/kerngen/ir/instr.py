@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .ops import spec
+from ..machine.ops import spec
 
 if TYPE_CHECKING:
-    from ..target.target import Target
+    from ..machine.target import Target
 
 
 @dataclass(frozen=True)

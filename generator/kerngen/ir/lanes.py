@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops import Op
+from ..machine.ops import Op
 
 
 class _Split:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.errors import CheckError
+from ..errors import CheckError
 from .instr import ArgBase, Instr, Kernel, Mem, PhysReg
-from .ops import spec
+from ..machine.ops import spec
 
 if TYPE_CHECKING:
-    from ..target.abi import Abi
+    from ..machine.abi import Abi
 
 
 def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> tuple[Instr, ...]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..core.errors import AllocationError
+from ..errors import AllocationError
 from ..ir.instr import SLOT_BYTES, GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
-from ..ir.ops import spec
+from ..machine.ops import spec
 
 # An evicted constant read again within this many instructions is reloaded
 # into a register instead of folded: once folded it is never resident again

@@ -9,11 +9,11 @@ kernels are static, so this is a complete check of memory safety.
 
 from __future__ import annotations
 
-from ..core.errors import CheckError
+from ..errors import CheckError
 from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
-from ..ir.ops import spec
+from ..machine.ops import spec
 from ..ir.stream import run_stream
-from ..target.abi import Abi
+from ..machine.abi import Abi
 
 
 def _fits(kind: str, op) -> bool:

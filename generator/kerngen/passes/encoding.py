@@ -28,8 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
-from ..ir.ops import spec
-from ..target.abi import Abi
+from ..machine.ops import spec
+from ..machine.abi import Abi
 
 # A constant read fewer times than this keeps its memory operand: the load
 # into a register costs an instruction, and on Win64 a callee-saved register

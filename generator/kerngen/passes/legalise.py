@@ -30,11 +30,11 @@ the next (`schedule`), since general registers are few; then the tie.
 
 from __future__ import annotations
 
-from ..core.errors import CheckError
+from ..errors import CheckError
 from ..ir.instr import VECTOR_BITS, Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
 from ..ir.lanes import move_lanes
-from ..ir.ops import by_width, spec
-from ..target.target import Target
+from ..machine.ops import by_width, spec
+from ..machine.target import Target
 from .schedule import stores_first_depth
 
 WIDE, HALF = VECTOR_BITS, VECTOR_BITS // 2

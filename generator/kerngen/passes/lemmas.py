@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..ir.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
+from ..machine.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
 SMT_TIMEOUT_MS = 30_000  # an idiom the solver cannot settle in this time is not proven (refused)

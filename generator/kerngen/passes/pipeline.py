@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..core.contract import Bound, Contract
-from ..core.errors import AllocationError, CheckError
+from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel, PhysReg
-from ..ir.ops import spec
-from ..target.abi import RBP
-from ..target.target import Target
+from ..machine.ops import spec
+from ..machine.abi import RBP
+from ..machine.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
 from .encoding import fold_loads, point_tables, promote_constants

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.instr import Imm, Instr, Mem, PhysReg, Pointer, TableBase, registers_in
-from ..target.abi import Abi
+from ..machine.abi import Abi
 
 # Kernels of more instructions than this are rolled. Measured on Zen 3 (same-run medians): rolled,
 # the NTTs of NewHope (n = 1024, AVX2) and of Dilithium on SSE take 13-18% fewer ticks, n = 512 on

@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from itertools import count
 from typing import NoReturn
 
-from ..core.errors import VerifyError
+from ..errors import VerifyError
 from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
-from ..ir.ops import Arith, lane_range, lane_value, spec
+from ..machine.ops import Arith, lane_range, lane_value, spec
 from ..ir.stream import executed
-from ..target.printer import instr_text
+from ..emission.printer import instr_text
 from .idioms import check_for
 from .idioms.base import Group, Step
 from .values import ZERO, Def, Form, Interval, Value, product, union

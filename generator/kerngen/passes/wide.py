@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ..ir.ops import by_width
+from ..machine.ops import by_width
 
 BITS = 64
 HALF = 32

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from ...core.bundle import Bundle, Function
 from ...core.contract import ArgContract, Bound, Contract, Values
-from ...core.errors import AllocationError, VerifyError
+from ...errors import AllocationError, VerifyError
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
-from ...ir.ops import spec
+from ...machine.ops import spec
 from ...ir.stream import executed
 from ...passes.pipeline import compile_kernel
-from ...target.target import Target
+from ...machine.target import Target
 from .gf2x import poly_text
 from .kernels import Field
 from .mul import MulConfig

@@ -15,7 +15,7 @@ from collections import defaultdict
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from .msqr import msqr_map
 from .mul import MulConfig, default_config, multiply, square
-from ...target.target import Target
+from ...machine.target import Target
 from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.errors import ParamError, toml_value
+from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
-from ...target.isa import AVX2, SSE
-from ...target.target import Target
+from ...machine.isa import AVX2, SSE
+from ...machine.target import Target
 from .gf2x import is_irreducible, poly_text
 
 ISAS = (AVX2.name, SSE.name)

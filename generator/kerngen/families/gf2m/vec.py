@@ -11,7 +11,7 @@ forms, VPCLMULQDQ for the products) do two field operations at once.
 from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
-from ...ir.ops import sized_load, sized_store
+from ...machine.ops import sized_load, sized_store
 
 Terms = dict[int, list]  # limb offset -> 128-bit values to xor in there
 

@@ -3,7 +3,7 @@ and reductions, on vector lanes."""
 
 from __future__ import annotations
 
-from ...core.errors import ParamError
+from ...errors import ParamError
 from ...core.family import Family
 from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params

@@ -9,14 +9,14 @@ from functools import lru_cache, partial
 
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
-from ...core.errors import ParamError, VerifyError, toml_value
+from ...errors import ParamError, VerifyError, toml_value
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
-from ...ir.ops import lane_range
+from ...machine.ops import lane_range
 from ...ir.stream import executed
 from ...passes.pipeline import Compiled, compile_kernel
-from ...target.target import Target
+from ...machine.target import Target
 from .kernels import (WhereAbove, basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce,
                       kernel_builder)
 from .layout import plan

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sympy
 
-from ...core.errors import ParamError
+from ...errors import ParamError
 from ...ir.instr import ArgBase, Mem
-from ...ir.ops import spec
+from ...machine.ops import spec
 from .kernels import kernel_builder
 from .maths import NttMath
 from .montgomery import Montgomery

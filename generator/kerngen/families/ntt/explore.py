@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.bundle import Bundle, Function
-from ...core.errors import KerngenError, ParamError
+from ...errors import KerngenError, ParamError
 from ...harness.driver import Arg, Case, bundle_library, run_bench
-from ...target.figures import mca_throughput, static_figures
+from ...emission.figures import mca_throughput, static_figures
 from .build import build, design, schedules
 from .schedule import DIRECTIONS
 from .layout import NttLayout, layer_pairs, register_key

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
-from ...ir.ops import by_width, sized_load, sized_store, spec
+from ...machine.ops import by_width, sized_load, sized_store, spec
 from ...passes.idioms.karatsuba import KARATSUBA
 from ...passes.idioms.pair import PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs

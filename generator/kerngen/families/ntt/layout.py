@@ -41,8 +41,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...ir.instr import VECTOR_BITS
-from ...ir.ops import has
-from ...target.target import Target
+from ...machine.ops import has
+from ...machine.target import Target
 from .arrangements import Moves
 from .params import ORDERS
 from .shuffles import Interleave, Swap, simulate_step

@@ -26,10 +26,10 @@ from functools import cached_property
 from collections.abc import Callable, Sequence
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, has, lane_range, wrap
+from ...machine.ops import by_width, has, lane_range, wrap
 from ...passes import wide
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
-from ...target.isa import AVX2, Isa
+from ...machine.isa import AVX2, Isa
 from .maths import centred
 from .reducers import broadcast_const
 

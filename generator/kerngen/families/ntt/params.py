@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import sympy
 
 from ...core.contract import Bound
-from ...core.errors import ParamError, toml_value
+from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
-from ...target.isa import AVX2, SCALAR, SSE
-from ...target.target import Target
+from ...machine.isa import AVX2, SCALAR, SSE
+from ...machine.target import Target
 from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, has, spec
+from ...machine.ops import by_width, has, spec
 from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
 CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ...core.contract import Bound
-from ...core.errors import VerifyError
+from ...errors import VerifyError
 from .layout import LayerPairs, NttLayout, layer_pairs, register_key
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery

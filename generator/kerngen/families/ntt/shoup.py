@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, lane_range
+from ...machine.ops import by_width, lane_range
 from ...passes import wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.idioms.shoup import SHOUP
-from ...target.isa import AVX2, Isa
+from ...machine.isa import AVX2, Isa
 from .montgomery import ODD_LANES, broadcast_operands, odd_down
 from .reducers import broadcast_const, emit_idiom
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, Imm, VReg
 from ...ir.lanes import SPLIT, move_lanes
-from ...ir.ops import by_width, spec
+from ...machine.ops import by_width, spec
 
 
 @dataclass(frozen=True)

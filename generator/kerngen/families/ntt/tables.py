@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ...ir.instr import Builder, Table
-from ...target.render import c_lines
+from ...emission.render import c_lines
 from .build import block_layout, design, header_constants, montgomery_basemul
 from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder

@@ -5,7 +5,7 @@ cross term rather than the products' intervals."""
 
 from __future__ import annotations
 
-from ...ir.ops import spec
+from ...machine.ops import spec
 from ..values import Value, union
 from .base import Checked, Group, IdiomCheck, MachineView
 from .terms import sum_parts

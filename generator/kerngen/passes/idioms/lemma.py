@@ -5,9 +5,9 @@ its result's lanes taken from the lemma."""
 
 from __future__ import annotations
 
-from ...core.errors import VerifyError
+from ...errors import VerifyError
 from ...ir.instr import Imm
-from ...ir.ops import generic_name, spec
+from ...machine.ops import generic_name, spec
 from ..lemmas import LemmaError, ScalarIdiom, prove
 from ..values import Value
 from .base import Checked, Group, IdiomCheck, MachineView

@@ -5,7 +5,7 @@ products are assembled from 32-bit pieces, (hi(x*w) + q) - hi(lo(x*w')*q)."""
 
 from __future__ import annotations
 
-from ...ir.ops import wrap
+from ...machine.ops import wrap
 from .. import wide
 from ..lemmas import prove_montgomery
 from ..values import Value, product, union

@@ -4,8 +4,8 @@ reduction, each lane proven by the pair Montgomery lemma."""
 
 from __future__ import annotations
 
-from ...core.errors import VerifyError
-from ...ir.ops import wrap
+from ...errors import VerifyError
+from ...machine.ops import wrap
 from ..lemmas import LemmaError, prove_pair_montgomery
 from ..values import Value, product, union
 from .base import Checked, Group, IdiomCheck, MachineView

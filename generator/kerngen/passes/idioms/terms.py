@@ -6,9 +6,9 @@ templates of products assembled from 32-bit pieces (`wide.recognise`)."""
 
 from __future__ import annotations
 
-from ...core.errors import VerifyError
+from ...errors import VerifyError
 from ...ir.lanes import SPLIT, move_lanes
-from ...ir.ops import spec
+from ...machine.ops import spec
 from .. import wide
 from ..values import Def, Value
 from .base import MachineView

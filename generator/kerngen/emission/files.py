@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..core.errors import UsageError
+from ..errors import UsageError
 from ..core.manifest import is_bundle
 
 

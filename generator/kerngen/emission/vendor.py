@@ -24,7 +24,7 @@ from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from .dispatch import dispatch
 from .examples import Lane, lanes_by_type, length_macro, ntt_example, standard_twins
-from .target import PLATFORMS
+from ..machine.target import PLATFORMS
 
 
 # the systems that link each object format, for people

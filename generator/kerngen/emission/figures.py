@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 from ..ir.instr import Kernel, Mem
-from ..ir.ops import spec
+from ..machine.ops import spec
 from ..ir.stream import executed
 from .frame import frame_of
 from .printer import INTEL, body_text

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
-from ..ir.ops import spec
-from .abi import GPR_NAMES
-from .target import Target
+from ..machine.ops import spec
+from ..machine.abi import GPR_NAMES
+from ..machine.target import Target
 
 
 @dataclass(frozen=True)

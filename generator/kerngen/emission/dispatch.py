@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.bundle import Bundle, Function
-from .isa import CPUID, ISAS
+from ..machine.isa import CPUID, ISAS
 
 _REGISTERS = ("eax", "ebx", "ecx", "edx")
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.instr import SLOT_BYTES, Kernel, registers_in
-from ..ir.ops import spec
-from .abi import GPR_NAMES, RBP
+from ..machine.ops import spec
+from ..machine.abi import GPR_NAMES, RBP
 
 SAVE_BYTES = 16  # the callee-saved low half of a vector register
 PAGE_BYTES = 4096  # a larger Win64 frame would need stack probes (__chkstk)

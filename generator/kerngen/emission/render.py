@@ -20,12 +20,12 @@ from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from ..ir.instr import Kernel
 from ..ir.stream import executed
-from .abi import GPR_NAMES
+from ..machine.abi import GPR_NAMES
 from .dispatch import dispatch
 from .examples import length_macro
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
-from .target import PLATFORMS
+from ..machine.target import PLATFORMS
 from .vendor import vendor_files
 
 TEMPLATES = files("kerngen") / "templates"
