@@ -58,7 +58,6 @@ class TableBase:
 
 
 SLOT_BYTES = 32  # one spill slot holds the widest vector register
-VECTOR_BITS = 256  # the widest vector the IR is written in; legalisation splits it where the ISA's are narrower
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,9 @@ class Isa:
     lanes_on_gpr: bool = False  # each lane of a vector on a general register of its own (the scalar ISA)
     reserved_gprs: tuple[int, ...] = ()  # general registers instructions use implicitly: never allocated
     preference: int = 0  # where several ISAs' kernels can run, the lowest is called (`dispatch`)
+    # the width builders write vectors in; where registers are narrower (SSE) or lanes live on general
+    # registers (scalar), legalisation splits or lowers them, so those kernels are the widest ISA's twins
+    written_bits: int = 256
 
     def has(self, generic: str, bits: int) -> bool:
         """Whether kernels for this ISA can do `generic` on `bits`-bit lanes."""
@@ -42,11 +45,6 @@ class Isa:
         """How many registers hold one vector of `lanes` lanes: a general
         register per lane, or enough vector registers for its bits."""
         return lanes if self.lanes_on_gpr else max(1, lanes * lane_bits // self.vector_bits)
-
-    def vector_bits_for(self, bits: int) -> int:
-        """The register width that holds `bits` bits of data: xmm for up to
-        128, else the widest."""
-        return 128 if bits <= 128 else self.vector_bits
 
 
 AVX2 = Isa("avx2", 256, True, X86_64_V3, "native")

@@ -63,13 +63,14 @@ class Target:
         return self.lane_bits // 8
 
     @property
-    def lanes(self) -> int:
-        """Lanes of the widest vector register."""
-        return self.isa.vector_bits // self.lane_bits
+    def vector_bits(self) -> int:
+        """The widest vector builders write (the IR's): the ISA's `written_bits`."""
+        return self.isa.written_bits
 
-    def vector_bits(self, lanes: int) -> int:
-        """The register width for vectors of `lanes` lanes."""
-        return self.isa.vector_bits_for(lanes * self.lane_bits)
+    @property
+    def lanes(self) -> int:
+        """Lanes of the widest vector builders write."""
+        return self.vector_bits // self.lane_bits
 
 
 def make_target(isa: str, lane_bits: int, platform: str = "sysv", visibility: str = VISIBILITIES[0]) -> Target:

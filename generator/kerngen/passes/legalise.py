@@ -31,14 +31,11 @@ the next (`schedule`), since general registers are few; then the tie.
 from __future__ import annotations
 
 from ..errors import CheckError
-from ..ir.instr import VECTOR_BITS, Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
+from ..ir.instr import Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
 from ..ir.lanes import move_lanes
 from ..machine.ops import by_width, spec
 from ..machine.target import Target
 from .schedule import stores_first_depth
-
-WIDE, HALF = VECTOR_BITS, VECTOR_BITS // 2
-
 
 def legalise(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
     """`builder` supplies fresh registers, groups and constant tables."""
@@ -47,8 +44,9 @@ def legalise(body: list[Instr], target: Target, builder: Builder) -> list[Instr]
     if target.isa.lanes_on_gpr:
         return _tie(stores_first_depth(_onto_gprs(body, builder, target.lane_bits)))
     expanded: list[Instr] = []
-    for ins in _split(body, builder):
-        expanded += _rewrite(ins, builder)
+    wide, half = target.vector_bits, target.isa.vector_bits
+    for ins in _split(body, builder, wide, half):
+        expanded += _rewrite(ins, builder, half)
     return _tie(expanded)
 
 
@@ -117,22 +115,23 @@ def _onto_gprs(body: list[Instr], b: Builder, bits: int) -> list[Instr]:
     return out
 
 
-def _split(body: list[Instr], b: Builder) -> list[Instr]:
+def _split(body: list[Instr], b: Builder, wide: int, half_bits: int) -> list[Instr]:
+    """Vectors of `wide` bits as pairs of `half_bits`-bit registers."""
     halves: dict[VReg, tuple[VReg, VReg]] = {}
     groups: dict[tuple[int, int], int] = {}
 
     def half(op, h: int):
-        if isinstance(op, VReg) and op.bits == WIDE:
+        if isinstance(op, VReg) and op.bits == wide:
             if op not in halves:
-                halves[op] = (b.vreg(HALF), b.vreg(HALF))
+                halves[op] = (b.vreg(half_bits), b.vreg(half_bits))
             return halves[op][h]
-        if isinstance(op, Mem) and op.size == WIDE // 8:
-            return Mem(op.base, op.offset + HALF // 8 * h, HALF // 8)
+        if isinstance(op, Mem) and op.size == wide // 8:
+            return Mem(op.base, op.offset + half_bits // 8 * h, half_bits // 8)
         return op
 
     out: list[Instr] = []
     for ins in body:
-        if not any(isinstance(op, VReg) and op.bits == WIDE for op in ins.operands):
+        if not any(isinstance(op, VReg) and op.bits == wide for op in ins.operands):
             out.append(ins)
             continue
         s = spec(ins.op)
@@ -148,8 +147,8 @@ def _split(body: list[Instr], b: Builder) -> list[Instr]:
             continue
         if not s.halves:
             raise CheckError(f"{ins.op} on 256-bit registers moves data between halves and cannot be split")
-        if s.cls == "load" and _same_halves(ops[1], b):  # a broadcast constant: one register serves both halves
-            one = b.vreg(HALF)
+        if s.cls == "load" and _same_halves(ops[1], b, wide):  # a broadcast constant: one register serves both halves
+            one = b.vreg(half_bits)
             halves[ops[0]] = (one, one)
             out.append(Instr(ins.op, (one, half(ops[1], 0)), ins.comment, ins.idiom))
             continue
@@ -161,9 +160,9 @@ def _split(body: list[Instr], b: Builder) -> list[Instr]:
     return out
 
 
-def _same_halves(op, b: Builder) -> bool:
-    """Whether a 256-bit memory operand is a constant whose two halves are equal."""
-    return _same_parts(op, 2, b) and op.size == WIDE // 8
+def _same_halves(op, b: Builder, wide: int) -> bool:
+    """Whether a `wide`-bit memory operand is a constant whose two halves are equal."""
+    return _same_parts(op, 2, b) and op.size == wide // 8
 
 
 def _same_parts(op, parts: int, b: Builder) -> bool:
@@ -175,7 +174,7 @@ def _same_parts(op, parts: int, b: Builder) -> bool:
     return all(t.values[first:first + per] == t.values[first + k * per:first + (k + 1) * per] for k in range(parts))
 
 
-def _rewrite(ins: Instr, b: Builder) -> list[Instr]:
+def _rewrite(ins: Instr, b: Builder, half_bits: int) -> list[Instr]:
     s = spec(ins.op)
     if s.legacy is not None:
         return [ins]
@@ -184,14 +183,14 @@ def _rewrite(ins: Instr, b: Builder) -> list[Instr]:
         words = sum(3 << (2 * k) for k in range(4) if imm >> k & 1)
         return [Instr(by_width("blend", 16), ins.operands[:3] + (Imm(words),), ins.comment, ins.idiom)]
     if ins.op == by_width("broadcast", 64) and isinstance(ins.operands[1], Mem):  # load, then copy to both halves
-        low = b.vreg(HALF)
+        low = b.vreg(half_bits)
         return [Instr("load64", (low, ins.operands[1]), ins.comment),
                 Instr("vpshufd", (ins.operands[0], low, Imm(0x44)))]
     if ins.op == by_width("broadcast", 16) and isinstance(ins.operands[1], Mem) and ins.operands[1].size == 2:
         # a one-element vector: its element into a zero register (no byte beyond it is read)
-        zero = b.vreg(HALF)
+        zero = b.vreg(half_bits)
         table = b.table("pw_0", 2, [0] * 16)
-        return [Instr("load", (zero, Mem(table, 0, HALF // 8)), ins.comment),
+        return [Instr("load", (zero, Mem(table, 0, half_bits // 8)), ins.comment),
                 Instr("pinsrw", (ins.operands[0], zero, ins.operands[1], Imm(0)))]
     raise CheckError(f"{ins.op} has no legacy encoding and no legacy rewrite")
 

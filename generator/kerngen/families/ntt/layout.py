@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ...ir.instr import VECTOR_BITS
 from ...machine.ops import has
 from ...machine.target import Target
 from .arrangements import Moves
@@ -58,7 +57,7 @@ def vector_lanes(n: int, d: int, target: Target) -> int:
     plan is the same for every ISA: where registers are narrower,
     legalisation splits each vector into halves, so every ISA's kernels leave
     the same order."""
-    return min(VECTOR_BITS // target.lane_bits, n // max(2, d))
+    return min(target.lanes, n // max(2, d))
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     inverse = [Pass(p.groups, p.steps[::-1]) for p in passes[::-1]]
     half_bits = (128 // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit half
     forward = [Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes]
-    register_bits = VECTOR_BITS // 2 if lanes * target.lane_bits <= VECTOR_BITS // 2 else VECTOR_BITS
+    register_bits = max(128, lanes * target.lane_bits)  # fewer lanes than a 128-bit register: its low lanes
     layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
     fastest = _simulate_order(layout, forward)
     moves = Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, target.lane_bits)
