@@ -54,14 +54,13 @@ def test_every_vector_row_has_an_encoding_and_extensions():
             lowered = spec(op.on_gpr)
             assert lowered.gpr_only and lowered.encodable and lowered.elem == op.elem, op.name
             assert lowered.arith is op.arith and lowered.generic == op.generic, op.name
-        if op.vex is not None and not op.gpr_only:
-            assert op.extensions(True, 128) and op.extensions(True, 256), op.name
-        if op.legacy is not None and not op.gpr_only:
-            assert op.extensions(False, 128), op.name
+        if not op.gpr_only:  # every vector form names what it needs, on widths its encoding has
+            assert all(f.extensions and set(f.widths) <= set(f.encoding.widths) for f in op.forms), op.name
     assert by_width("add", 16) == "vpaddw" and by_width("add", 32) == "vpaddd" and by_width("xor", 64) == "vpxor"
     with pytest.raises(KeyError):
         by_width("mulhi", 32)  # no 32-bit high multiply exists
-    assert not has("mullo", 64) and has("mullo", 64, lanes_on_gpr=True)  # 64-bit lanes multiply on GPRs only
+    assert not has("mullo", 64) and not AVX2_16.isa.has("mullo", 64)
+    assert make_target("scalar", 64).isa.has("mullo", 64)  # 64-bit lanes multiply on GPRs only
 
 
 def test_lane_routes_move_whole_lanes_and_see_splits():
@@ -159,7 +158,7 @@ def test_a_legalised_reduction_is_verified_and_right(tmp_path):
     assert c.proof.idioms_checked == 2 * layout.vectors  # each 256-bit idiom became two on xmm halves
     text = body_text(c.kernel.body, c.kernel.target)
     assert text and not any(line.startswith("v") for line in text)
-    assert "AVX" not in c.kernel.extensions and not c.kernel.vex
+    assert "AVX" not in c.kernel.extensions
     fn = Function(c.kernel, "reduce", c.contract, "Barrett on SSE", (("n", 64), ("q", q)))
     write(render(Bundle("sse-reduce", None, SSE_16, "test", {"name": "sse-reduce", "family": "ntt"}, (fn,)), "test"),
           tmp_path / "b")
@@ -185,7 +184,7 @@ def test_extensions_are_derived_from_the_instructions():
     assert by["kg_gf2m233_mul_avx2"].extensions == {"AVX", "PCLMULQDQ"}
     assert "VPCLMULQDQ" in by["kg_gf2m233_ladder_step2_avx2"].extensions
     assert by["kg_gf2m233_reduce_gpr_avx2"].extensions == frozenset()
-    assert not by["kg_gf2m233_reduce_gpr_avx2"].vex  # so no vzeroupper
+    assert not by["kg_gf2m233_reduce_gpr_avx2"].dirty_upper  # so no vzeroupper
     sse = gf2m_build(dataclasses.replace(p, isas=("sse",), targets=(make_target("sse", 64),)), msqr_steps=())
     for f in sse.functions:
         assert not {"AVX", "AVX2"} & f.kernel.extensions, f.symbol

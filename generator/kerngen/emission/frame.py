@@ -114,7 +114,7 @@ def frame_of(kernel: Kernel) -> Frame:
     pushes = tuple(GPR_NAMES[r] for r in registers_used(kernel, "gpr") if r in abi.callee_saved_gprs)
     spill = SLOT_BYTES * kernel.spill_slots
     saved = [r for r in registers_used(kernel, "vec") if r in abi.callee_saved_vectors]
-    save_move = spec("store_aligned").mnemonic(kernel.target.isa.vex)
+    save_move = spec("store_aligned").form(kernel.target.isa.encoding, SAVE_BYTES * 8).mnemonic
     if kernel.target.fmt.unwind_tables:
         return _win64_frame(kernel, stack_args, moves, pushes, spill, saved, save_move)
     saves = tuple((f"xmm{r}", spill + SAVE_BYTES * k) for k, r in enumerate(saved))

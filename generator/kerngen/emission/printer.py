@@ -3,9 +3,9 @@
 Two dialects share the operand logic: NASM, for the emitted files, and the
 Intel syntax llvm-mca reads, for static throughput figures (there constant
 tables are addressed through a base register: only the instruction mix
-matters to the model). Mnemonics come from the instruction table, VEX or
-legacy by the kernel's target; a legacy form that ties its destination to
-its first source is printed with two operands.
+matters to the model). Mnemonics come from the instruction table: the form
+of each instruction in the target ISA's encoding; a two-operand form, whose
+destination is its first source, is printed with two operands.
 """
 
 from __future__ import annotations
@@ -74,25 +74,26 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     s = spec(ins.op)
     if s.cls == "control":
         return _control_text(ins)
-    vex = target.isa.vex
+    form = ins.form(target.isa.encoding)
     operands = ins.operands
     if s.lines is not None:  # one operation spelt as several instructions
         texts = [operand_text(o, target, isinstance(o, Mem), dialect) for o in operands]
         return "\n".join(f"{first:<12} {rest}" for first, _, rest in
                          (line.format(*texts).partition(" ") for line in s.lines))
-    if not vex and s.tied:
+    if s.ties(form):
         if operands[0] != operands[1]:
-            raise AssertionError(f"{ins.op}: legacy form with destination {operands[0]} != first source {operands[1]}")
+            raise AssertionError(f"{ins.op}: {form.encoding.name} form with destination {operands[0]} != first "
+                                 f"source {operands[1]}")
         operands = operands[:1] + operands[2:]
-    elif vex and s.commutative and _high(operands[2]) and not _high(operands[1]):
-        # the two-byte VEX prefix cannot name a high register in the r/m slot; the first source can
+    elif form.encoding.short_prefix_low_rm and s.commutative and _high(operands[2]) and not _high(operands[1]):
+        # the short prefix cannot name a high register in the r/m slot; the first source can
         operands = (operands[0], operands[2], operands[1]) + operands[3:]
     # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
     if s.selector_first:
         operands = operands + (operands[1],)
     parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
              for o in operands]
-    line = f"{s.mnemonic(vex):<12} " + ", ".join(parts)
+    line = f"{form.mnemonic:<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"
     return line

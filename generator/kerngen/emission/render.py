@@ -58,18 +58,19 @@ def _loops(kernel: Kernel) -> str:
 
 
 def _clobbers(fn: Function) -> str:
-    """Vector registers used (all of ymm for VEX code, which zeroes upper
-    halves; of the callee-saved ones only what the ABI lets a callee lose),
-    the caller-saved general registers used, and the flags."""
+    """Vector registers used (all of ymm where the encoding zeroes upper
+    halves, as VEX does; of the callee-saved ones only what the ABI lets a
+    callee lose), the caller-saved general registers used, and the flags."""
     k = fn.kernel
     abi = k.target.abi
     vec, gpr = registers_used(k, "vec"), registers_used(k, "gpr")
     free = [r for r in vec if r not in abi.callee_saved_vectors]
     saved = [r for r in vec if r in abi.callee_saved_vectors]
+    zeroes_upper = k.target.isa.encoding.zeroes_upper
     parts = []
     if free:
-        parts.append(("ymm" if k.vex else "xmm") + _ranges(free))
-    if saved and k.vex:
+        parts.append(("ymm" if zeroes_upper else "xmm") + _ranges(free))
+    if saved and zeroes_upper:
         parts.append("upper halves of ymm" + _ranges(saved))
     parts += [GPR_NAMES[r] for r in gpr if r not in abi.callee_saved_gprs]
     parts.append("flags")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..machine.ops import spec
 
 if TYPE_CHECKING:
+    from ..machine.encoding import Encoding, Form
     from ..machine.target import Target
 
 
@@ -141,6 +142,14 @@ class Instr:
     def read(self) -> tuple[Operand, ...]:
         return tuple(self.operands[i] for i in spec(self.op).read)
 
+    def form(self, encoding: Encoding) -> Form:
+        """The table's form this instruction is encoded in under `encoding`: at
+        the width of its widest vector register (a general-register
+        instruction has one form)."""
+        widths = [op.bits for op in self.operands
+                  if isinstance(op, VReg) or isinstance(op, PhysReg) and op.kind == "vec"]
+        return spec(self.op).form(encoding, max(widths, default=None))
+
 
 @dataclass(frozen=True)
 class Table:
@@ -200,12 +209,6 @@ class Kernel:
                 head = top[ins.operands[1].value]
                 found.append((self.body[head].operands[1].value, i - head - 1))
         return tuple(found)
-
-    @property
-    def vex(self) -> bool:
-        """Whether any instruction is VEX-encoded (then the upper ymm state
-        may be dirty and the epilogue ends with vzeroupper)."""
-        return "AVX" in self.extensions or "AVX2" in self.extensions
 
     @property
     def dirty_upper(self) -> bool:

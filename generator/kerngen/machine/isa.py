@@ -1,21 +1,24 @@
 """Instruction sets a kernel can be emitted for, one row each.
 
-An `Isa` names the widest vector registers, whether instructions take their
-VEX (three-operand) or legacy (two-operand) encoding, and the extensions
-every CPU running that ISA's code is assumed to have. A kernel needing more
-(found by the required-ISA pass) says so in its manifest entry.
+An `Isa` names the widest vector registers, the encoding of its vector
+instructions (`machine.encoding`: legacy two-operand forms, VEX, EVEX), how
+the vectors builders write become legal on it, and the extensions every CPU
+running that ISA's code is assumed to have. A kernel needing more (found by
+the required-ISA pass from its instructions' forms) says so in its manifest
+entry.
 
 The scalar ISA keeps the vector model: builders write the same 256-bit
 vectors as for AVX2, and the legalisation pass puts each lane on a general
-register of its own (`lanes_on_gpr`), so the kernels and their NTT domain
-are those of AVX2.
+register of its own (legalisation "onto_gprs"), so the kernels and their
+NTT domain are those of AVX2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..machine.ops import has
+from .encoding import LEGACY, VEX, Encoding
+from .ops import TABLE, InstructionTable
 
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
@@ -26,20 +29,38 @@ X86_64_V3 = X86_64_V2 | frozenset({"AVX", "AVX2", "BMI1", "BMI2", "FMA", "LZCNT"
 class Isa:
     name: str  # as written in parameter files and symbol suffixes
     vector_bits: int  # widest vector register: 256 (ymm) or 128 (xmm)
-    vex: bool  # VEX encodings; else legacy ones, after the legalisation pass
+    encoding: Encoding  # of its vector instructions (the scalar ISA has none: its lanes are lowered)
     extensions: frozenset[str]  # what a CPU running this ISA's kernels has
     c_march: str  # what plain C is compiled for (-march) when compared with this ISA's kernels
     vector_registers: int = 16
-    lanes_on_gpr: bool = False  # each lane of a vector on a general register of its own (the scalar ISA)
+    # how the vectors builders write become legal: the name of a strategy of `passes.legalise`: "none"
+    # (they are), "split" (into register-wide parts, in the encoding's forms), "onto_gprs" (each lane on a
+    # general register of its own, through the table's `on_gpr` rows)
+    legalisation: str = "none"
     reserved_gprs: tuple[int, ...] = ()  # general registers instructions use implicitly: never allocated
     preference: int = 0  # where several ISAs' kernels can run, the lowest is called (`dispatch`)
     # the width builders write vectors in; where registers are narrower (SSE) or lanes live on general
     # registers (scalar), legalisation splits or lowers them, so those kernels are the widest ISA's twins
     written_bits: int = 256
 
+    @property
+    def lanes_on_gpr(self) -> bool:
+        """Whether each lane of a vector lives on a general register of its own."""
+        return self.legalisation == "onto_gprs"
+
+    def candidates(self, generic: str, bits: int, table: InstructionTable = TABLE) -> tuple[str, ...]:
+        """The rows doing `generic` on `bits`-bit lanes that kernels for this
+        ISA can hold: with a form in its encoding, or, where lanes live on
+        general registers, a lowering onto them. Where several do, which one
+        a kernel uses is its builder's (its cost model's) choice."""
+        rows = (table.ops[name] for name in table.doing(generic, bits))
+        if self.lanes_on_gpr:
+            return tuple(row.name for row in rows if row.on_gpr is not None)
+        return tuple(row.name for row in rows if row.encoded_in(self.encoding))
+
     def has(self, generic: str, bits: int) -> bool:
         """Whether kernels for this ISA can do `generic` on `bits`-bit lanes."""
-        return has(generic, bits, self.lanes_on_gpr)
+        return bool(self.candidates(generic, bits))
 
     def registers_per_vector(self, lanes: int, lane_bits: int) -> int:
         """How many registers hold one vector of `lanes` lanes: a general
@@ -47,12 +68,14 @@ class Isa:
         return lanes if self.lanes_on_gpr else max(1, lanes * lane_bits // self.vector_bits)
 
 
-AVX2 = Isa("avx2", 256, True, X86_64_V3, "native")
+AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
-SSE = Isa("sse", 128, False, X86_64_V2, "x86-64-v2", preference=2)
-# mulx's implicit source rdx (2) is reserved for it
-SCALAR = Isa("scalar", 256, False, frozenset({"BMI2"}), "native", vector_registers=0, lanes_on_gpr=True,
+SSE = Isa("sse", 128, LEGACY, X86_64_V2, "x86-64-v2", legalisation="split", preference=2)
+# no vector instruction is encoded (the lanes are lowered onto general registers, whose instructions have one
+# form each); LEGACY says no vector form it could meet may assume VEX's unaligned memory operands or three
+# operands. mulx's implicit source rdx (2) is reserved for it
+SCALAR = Isa("scalar", 256, LEGACY, frozenset({"BMI2"}), "native", vector_registers=0, legalisation="onto_gprs",
              reserved_gprs=(2,), preference=1)
 
 ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE, SCALAR)}

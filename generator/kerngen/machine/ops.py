@@ -4,11 +4,10 @@ One row per IR opcode. The IR is written in one form whatever the target:
 three operands, destination first (the VEX form). A row says
 
 - its operand slots (which are written and read, which may be memory);
-- how it is spelled on each encoding: the VEX mnemonic, the legacy SSE
-  mnemonic (None: no legacy form) and whether that legacy form ties its
-  destination to its first source (`paddw x, y` is x = x + y);
-- which CPU extensions each form needs (`needs`), from which a pass
-  derives a kernel's requirements;
+- its forms (`machine.encoding.Form`): for each encoding it has (legacy,
+  VEX, EVEX), the register widths, the mnemonic and the CPU extensions,
+  from which a pass derives a kernel's requirements; an ISA's kernels use
+  the forms of its encoding (`Op.form`, `Isa.candidates`);
 - the element width it computes on, whether its sources commute, and its
   lane semantics: element-wise arithmetic (`Arith`: exact on integers and
   numpy arrays, symbolic on SMT bit-vectors) or a movement of units
@@ -24,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+
+from .encoding import LEGACY, VEX, Encoding, Form
 
 # Operand slot kinds: "v" vector register, "vm" vector register or memory,
 # "m" memory only, "i" immediate, "g" general register, "gm" general or memory.
@@ -262,23 +263,11 @@ def _element_shift(elem: int, left: bool):
 
 
 @dataclass(frozen=True)
-class Needs:
-    """CPU extensions each encoding of an instruction needs."""
-
-    legacy: frozenset[str]
-    vex128: frozenset[str]
-    vex256: frozenset[str]
-
-
-@dataclass(frozen=True)
 class Op:
     name: str  # IR opcode
     slots: tuple[Slot, ...]
     cls: str  # "alu", "mul", "shuffle", "load", "store", "clmul", "move", "address", "control"
-    vex: str | None  # VEX mnemonic; None: no VEX form
-    legacy: str | None  # legacy (SSE or general-purpose) mnemonic; None: no legacy form
-    tied: bool  # the legacy form's destination is also its first source
-    needs: Needs
+    forms: tuple[Form, ...]  # its encodings (none: lanes lowered one by one onto general registers, `on_gpr`)
     elem: int | None = None  # element width computed on (None: bitwise or whole register)
     generic: str | None = None  # width-neutral name: by_width(generic, elem) is this op
     arith: Arith | None = None
@@ -300,7 +289,7 @@ class Op:
     def encodable(self) -> bool:
         """Whether some x86 instruction does this on vectors or registers as written (else the
         row stands for lanes lowered one by one onto general registers, `on_gpr`)."""
-        return self.vex is not None or self.legacy is not None
+        return bool(self.forms)
 
     @cached_property  # asked of every instruction by every pass
     def written(self) -> tuple[int, ...]:
@@ -314,37 +303,67 @@ class Op:
     def gpr_only(self) -> bool:
         return all(s.kind in ("g", "gm", "m", "i") for s in self.slots)
 
-    def mnemonic(self, vex: bool) -> str:
-        """The spelling under VEX encodings (`vex`) or legacy ones; a
-        general-purpose instruction has one spelling."""
-        m = self.vex if vex and self.vex is not None else self.legacy
-        if m is None:
-            raise KeyError(f"{self.name} has no {'VEX' if vex else 'legacy'} form")
-        return m
+    @cached_property
+    def destination_apart(self) -> bool:
+        """Whether the IR names a written-only destination apart from a first
+        source register of its kind (`x = y + z`), which a two-operand form
+        cannot: there the destination is the first source."""
+        d, *sources = self.slots
+        return d.access == "w" and d.kind in ("v", "g") and len(sources) >= 2 and sources[0] == Slot("r", d.kind)
 
-    def extensions(self, vex: bool, bits: int) -> frozenset[str]:
-        """Extensions the instruction needs when encoded as VEX (`vex`) or
-        legacy, on `bits`-wide vectors (general-purpose forms need none
-        beyond x86-64 unless listed)."""
-        if self.gpr_only and self.vex is None:
-            return self.needs.legacy
-        if not vex:
-            return self.needs.legacy
-        return self.needs.vex256 if bits == 256 else self.needs.vex128
+    def form(self, encoding: Encoding, bits: int | None) -> Form:
+        """The form of this row under `encoding` on `bits`-bit vector
+        registers; a general-register instruction has one form on every ISA."""
+        if self.gpr_only:
+            return self.forms[0]
+        for f in self.forms:
+            if f.exists(encoding, bits):
+                return f
+        raise KeyError(f"{self.name} has no {encoding.name} form on {bits}-bit registers")
+
+    def encoded_in(self, encoding: Encoding) -> bool:
+        """Whether some form of this row is of `encoding`."""
+        return any(f.encoding is encoding for f in self.forms)
+
+    def ties(self, form: Form) -> bool:
+        """Whether `form` names one register for the destination and the first
+        source: a two-operand encoding of an operation with its destination apart."""
+        return form.encoding.operands == 2 and self.destination_apart
 
 
-def _needs(sse: str | None, avx: str | None, extra: tuple[str, ...] = (), extra256: tuple[str, ...] = (),
-           avx256: str = "AVX2") -> Needs:
-    """sse: the legacy form's extension; avx: the VEX.128 form's ("AVX" or
-    "AVX2"); avx256: the VEX.256 form's (AVX2 for integer operations, AVX
-    for plain moves); extra: further extensions (extra256 for VEX.256)."""
-    legacy = frozenset({sse} if sse else set()) | frozenset(extra)
-    vex128 = frozenset({avx} if avx else set()) | frozenset(extra)
-    vex256 = frozenset({avx256} if avx else set()) | frozenset(extra256 or extra)
-    return Needs(legacy, vex128, vex256)
+def _forms(vex: str | None, legacy: str | None, sse: str | None, avx: str | None, extra: tuple[str, ...] = (),
+           extra256: tuple[str, ...] = (), avx256: str = "AVX2", widths: tuple[int, ...] = VEX.widths
+           ) -> tuple[Form, ...]:
+    """The usual pair: a legacy form (xmm) needing `sse`, and a VEX form on
+    `widths` whose VEX.128 encoding needs `avx` ("AVX" or "AVX2") and VEX.256
+    one `avx256` (AVX2 for integer operations, AVX for plain moves); extra:
+    further extensions of every form (extra256 in place of them on VEX.256)."""
+    out = []
+    if legacy is not None:
+        out.append(Form(LEGACY, LEGACY.widths, legacy, frozenset({sse} - {None}) | frozenset(extra), LEGACY.registers))
+    if vex is not None:
+        needs_at = {128: frozenset({avx}) | frozenset(extra), 256: frozenset({avx256}) | frozenset(extra256 or extra)}
+        for needs in dict.fromkeys(needs_at[w] for w in widths):  # one form for the widths needing the same
+            out.append(Form(VEX, tuple(w for w in widths if needs_at[w] == needs), vex, needs, VEX.registers))
+    return tuple(out)
+
+
+def _vex(mnemonic: str, avx: str, **kwargs) -> tuple[Form, ...]:
+    """A VEX form alone (no legacy one), as `_forms`."""
+    return _forms(mnemonic, None, None, avx, **kwargs)
+
+
+_GENERAL_REGISTERS = 16  # rax .. r15
+
+
+def _gpr(mnemonic: str, *extensions: str, encoding: Encoding = LEGACY) -> tuple[Form, ...]:
+    """A general-register instruction's one form (mulx is VEX-encoded, for three operands)."""
+    return (Form(encoding, (64,), mnemonic, frozenset(extensions), _GENERAL_REGISTERS),)
 
 
 _MOVE = dict(avx256="AVX")
+_YMM = (256,)  # whole 128-bit halves moved: no xmm form
+_XMM = (128,)  # a part of an xmm register: no ymm form
 
 
 _VEX3 = "w:v,r:v,r:vm"
@@ -360,171 +379,191 @@ _CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcast
              "vpbroadcastq_x"}  # vector forms that move data between the 128-bit halves
 
 
-def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
-         commutative=False, widen=None, selector_first=False, on_gpr=None, lines=None):
+def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
+         selector_first=False, on_gpr=None, lines=None):
     s = _sig(sig)
-    if tied is None:  # a legacy three-operand form keeps its destination as first source
-        tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
-    halves = vex is not None and name not in _CROSSING and any(slot.kind in ("v", "vm") for slot in s) and \
-        all(slot.kind != "g" and slot.kind != "gm" for slot in s)
-    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, widen, halves,
-                    selector_first, on_gpr, lines))
+    halves = bool(forms) and name not in _CROSSING and \
+        any(slot.kind in ("v", "vm") for slot in s) and all(slot.kind != "g" and slot.kind != "gm" for slot in s)
+    _ROWS.append(Op(name, s, cls, forms, elem, generic, arith, move, commutative, widen, halves, selector_first,
+                    on_gpr, lines))
 
+
+# Each row's forms: `_forms` the usual legacy and VEX ones, `_vex` a VEX form alone, `_gpr` a general-register
+# instruction's one form, () none (lanes lowered onto general registers); further forms (EVEX) join the tuple.
 
 # moves between registers and memory (sizes: the memory operand's)
-_row("load", "w:v,r:m", "load", "vmovdqu", "movdqu", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("load_aligned", "w:v,r:m", "load", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("store", "w:m,r:v", "store", "vmovdqu", "movdqu", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("store_aligned", "w:m,r:v", "store", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("copy", "w:v,r:v", "move", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("load64", "w:v,r:m", "load", "vmovq", "movq", _needs("SSE2", "AVX"), move=IDENTITY)
-_row("store64", "w:m,r:v", "store", "vmovq", "movq", _needs("SSE2", "AVX"), move=IDENTITY)
-_row("load32", "w:v,r:m", "load", "vmovd", "movd", _needs("SSE2", "AVX"), move=IDENTITY)
-_row("store32", "w:m,r:v", "store", "vmovd", "movd", _needs("SSE2", "AVX"), move=IDENTITY)
+_row("load", "w:v,r:m", "load", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load_aligned", "w:v,r:m", "load", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store", "w:m,r:v", "store", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store_aligned", "w:m,r:v", "store", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("copy", "w:v,r:v", "move", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load64", "w:v,r:m", "load", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("store64", "w:m,r:v", "store", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("load32", "w:v,r:m", "load", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("store32", "w:m,r:v", "store", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
 # one 16-bit element, chosen by the immediate, stored to memory
-_row("store16", "w:m,r:v,r:i", "store", "vpextrw", "pextrw", _needs("SSE4.1", "AVX"), elem=16)
-_row("vpbroadcastw", "w:v,r:m", "load", "vpbroadcastw", None, _needs(None, "AVX2"), elem=16, generic="broadcast",
+_row("store16", "w:m,r:v,r:i", "store", _forms("vpextrw", "pextrw", "SSE4.1", "AVX", widths=_XMM), elem=16)
+_row("vpbroadcastw", "w:v,r:m", "load", _vex("vpbroadcastw", "AVX2"), elem=16, generic="broadcast",
      move=Move(16, _broadcast))
-_row("vpbroadcastd", "w:v,r:m", "load", "vpbroadcastd", None, _needs(None, "AVX2"), elem=32, generic="broadcast",
+_row("vpbroadcastd", "w:v,r:m", "load", _vex("vpbroadcastd", "AVX2"), elem=32, generic="broadcast",
      move=Move(32, _broadcast))
-_row("vpbroadcastq", "w:v,r:m", "load", "vpbroadcastq", None, _needs(None, "AVX2"), elem=64, generic="broadcast",
+_row("vpbroadcastq", "w:v,r:m", "load", _vex("vpbroadcastq", "AVX2"), elem=64, generic="broadcast",
      move=Move(64, _broadcast))
 # a ymm register from element 0 of an xmm register
-_row("vpbroadcastq_x", "w:v,r:v", "shuffle", "vpbroadcastq", None, _needs(None, "AVX2"), elem=64,
+_row("vpbroadcastq_x", "w:v,r:v", "shuffle", _vex("vpbroadcastq", "AVX2"), elem=64,
      move=Move(64, _broadcast))
 
 # element-wise arithmetic
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
-    _row(f"vpadd{_s}", _VEX3, "alu", f"vpadd{_s}", f"padd{_s}", _needs("SSE2", "AVX"), elem=_w, generic="add",
+    _row(f"vpadd{_s}", _VEX3, "alu", _forms(f"vpadd{_s}", f"padd{_s}", "SSE2", "AVX"), elem=_w, generic="add",
          arith=ADD, commutative=True, on_gpr="add64" if _w == 64 else None)
-    _row(f"vpsub{_s}", _VEX3, "alu", f"vpsub{_s}", f"psub{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sub",
+    _row(f"vpsub{_s}", _VEX3, "alu", _forms(f"vpsub{_s}", f"psub{_s}", "SSE2", "AVX"), elem=_w, generic="sub",
          arith=SUB, on_gpr="sub64" if _w == 64 else None)
-_row("vpmullw", _VEX3, "mul", "vpmullw", "pmullw", _needs("SSE2", "AVX"), elem=16, generic="mullo", arith=MULLO,
+_row("vpmullw", _VEX3, "mul", _forms("vpmullw", "pmullw", "SSE2", "AVX"), elem=16, generic="mullo", arith=MULLO,
      commutative=True)
-_row("vpmulhw", _VEX3, "mul", "vpmulhw", "pmulhw", _needs("SSE2", "AVX"), elem=16, generic="mulhi", arith=MULHI,
+_row("vpmulhw", _VEX3, "mul", _forms("vpmulhw", "pmulhw", "SSE2", "AVX"), elem=16, generic="mulhi", arith=MULHI,
      commutative=True)
-_row("vpmulhuw", _VEX3, "mul", "vpmulhuw", "pmulhuw", _needs("SSE2", "AVX"), elem=16, generic="mulhu",
+_row("vpmulhuw", _VEX3, "mul", _forms("vpmulhuw", "pmulhuw", "SSE2", "AVX"), elem=16, generic="mulhu",
      arith=MULHU, commutative=True)
-_row("vpmulhrsw", _VEX3, "mul", "vpmulhrsw", "pmulhrsw", _needs("SSSE3", "AVX"), elem=16, generic="mulhrs",
+_row("vpmulhrsw", _VEX3, "mul", _forms("vpmulhrsw", "pmulhrsw", "SSSE3", "AVX"), elem=16, generic="mulhrs",
      arith=MULHRS, commutative=True)
-_row("vpmulld", _VEX3, "mul", "vpmulld", "pmulld", _needs("SSE4.1", "AVX"), elem=32, generic="mullo",
+_row("vpmulld", _VEX3, "mul", _forms("vpmulld", "pmulld", "SSE4.1", "AVX"), elem=32, generic="mullo",
      arith=MULLO, commutative=True)
 # 32 x 32 -> 64-bit products of the even elements: no element-wise semantics at one width, but
 # lane semantics on 32-bit lanes (`widen`: the even lane gets the low half, the odd lane the high half)
-_row("vpmuldq", _VEX3, "mul", "vpmuldq", "pmuldq", _needs("SSE4.1", "AVX"), elem=64, commutative=True,
+_row("vpmuldq", _VEX3, "mul", _forms("vpmuldq", "pmuldq", "SSE4.1", "AVX"), elem=64, commutative=True,
      widen="mulhi")
-_row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), elem=64, commutative=True,
+_row("vpmuludq", _VEX3, "mul", _forms("vpmuludq", "pmuludq", "SSE2", "AVX"), elem=64, commutative=True,
      widen="mulhu", generic="mul32", arith=MUL32)  # on 64-bit lanes: element-wise
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
-_row("vpmaddwd", _VEX3, "mul", "vpmaddwd", "pmaddwd", _needs("SSE2", "AVX"), elem=32, generic="madd")
-_row("vpminuw", _VEX3, "alu", "vpminuw", "pminuw", _needs("SSE4.1", "AVX"), elem=16, generic="minu", arith=MINU,
+_row("vpmaddwd", _VEX3, "mul", _forms("vpmaddwd", "pmaddwd", "SSE2", "AVX"), elem=32, generic="madd")
+_row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX"), elem=16, generic="minu", arith=MINU,
      commutative=True)
-_row("vpminud", _VEX3, "alu", "vpminud", "pminud", _needs("SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
+_row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
      commutative=True)
-_row("vpand", _VEX3, "alu", "vpand", "pand", _needs("SSE2", "AVX"), generic="and", arith=AND, commutative=True)
-_row("vpandn", _VEX3, "alu", "vpandn", "pandn", _needs("SSE2", "AVX"), generic="andn", arith=ANDN)
-_row("vpor", _VEX3, "alu", "vpor", "por", _needs("SSE2", "AVX"), generic="or", arith=OR, commutative=True)
-_row("vpxor", _VEX3, "alu", "vpxor", "pxor", _needs("SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
-_row("vpcmpgtq", _VEX3, "alu", "vpcmpgtq", "pcmpgtq", _needs("SSE4.2", "AVX"), elem=64, generic="cmpgt",
+_row("vpand", _VEX3, "alu", _forms("vpand", "pand", "SSE2", "AVX"), generic="and", arith=AND, commutative=True)
+_row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX"), generic="andn", arith=ANDN)
+_row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX"), generic="or", arith=OR, commutative=True)
+_row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
+_row("vpcmpgtq", _VEX3, "alu", _forms("vpcmpgtq", "pcmpgtq", "SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
-_LOWERED = _needs(None, None)
 # 64-bit lanes have no multiplication and no unsigned minimum below AVX-512: these rows have no vector
 # encoding and exist for the scalar ISA, whose lanes are lowered one by one onto general registers
-_row("mullo64", _VEX3, "mul", None, None, _LOWERED, elem=64, generic="mullo", arith=MULLO,
-     commutative=True, on_gpr="imul64")
-_row("mulhu64", _VEX3, "mul", None, None, _LOWERED, elem=64, generic="mulhu", arith=MULHU, commutative=True,
-     on_gpr="mulx64")
-_row("minu64", _VEX3, "alu", None, None, _LOWERED, elem=64, generic="minu", arith=MINU, commutative=True,
-     on_gpr="cmovb64")
+_row("mullo64", _VEX3, "mul", (), elem=64, generic="mullo", arith=MULLO, commutative=True, on_gpr="imul64")
+_row("mulhu64", _VEX3, "mul", (), elem=64, generic="mulhu", arith=MULHU, commutative=True, on_gpr="mulx64")
+_row("minu64", _VEX3, "alu", (), elem=64, generic="minu", arith=MINU, commutative=True, on_gpr="cmovb64")
 # the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
-_row("vblendvpd", _VEX3, "alu", "vblendvpd", None, _needs(None, "AVX", avx256="AVX"), elem=64,
+_row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
     if _w != 64:
-        _row(f"vpsra{_s}", _SHIFT, "alu", f"vpsra{_s}", f"psra{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sra",
+        _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX"), elem=_w, generic="sra",
              arith=SRA)
-    _row(f"vpsrl{_s}", _SHIFT, "alu", f"vpsrl{_s}", f"psrl{_s}", _needs("SSE2", "AVX"), elem=_w, generic="srl",
+    _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX"), elem=_w, generic="srl",
          arith=SRL, move=Move(8, _element_shift(_w, left=False)))
-    _row(f"vpsll{_s}", _SHIFT, "alu", f"vpsll{_s}", f"psll{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sll",
+    _row(f"vpsll{_s}", _SHIFT, "alu", _forms(f"vpsll{_s}", f"psll{_s}", "SSE2", "AVX"), elem=_w, generic="sll",
          arith=SLL, move=Move(8, _element_shift(_w, left=True)))
 
 # shuffles
-_row("vpsrldq", _SHIFT, "shuffle", "vpsrldq", "psrldq", _needs("SSE2", "AVX"), move=Move(8, _byteshift(False)))
-_row("vpslldq", _SHIFT, "shuffle", "vpslldq", "pslldq", _needs("SSE2", "AVX"), move=Move(8, _byteshift(True)))
-_row("vpblendw", _VEX3I, "shuffle", "vpblendw", "pblendw", _needs("SSE4.1", "AVX"), elem=16, generic="blend",
+_row("vpsrldq", _SHIFT, "shuffle", _forms("vpsrldq", "psrldq", "SSE2", "AVX"), move=Move(8, _byteshift(False)))
+_row("vpslldq", _SHIFT, "shuffle", _forms("vpslldq", "pslldq", "SSE2", "AVX"), move=Move(8, _byteshift(True)))
+_row("vpblendw", _VEX3I, "shuffle", _forms("vpblendw", "pblendw", "SSE4.1", "AVX"), elem=16, generic="blend",
      move=Move(16, _blend))
-_row("vpblendd", _VEX3I, "shuffle", "vpblendd", None, _needs(None, "AVX2"), elem=32, generic="blend",
+_row("vpblendd", _VEX3I, "shuffle", _vex("vpblendd", "AVX2"), elem=32, generic="blend",
      move=Move(32, _blend))
-_row("vperm2i128", _VEX3I, "shuffle", "vperm2i128", None, _needs(None, "AVX2"), elem=128, generic="permute_halves",
-     move=Move(128, _perm2x128))
-_row("vpermq", "w:v,r:vm,r:i", "shuffle", "vpermq", None, _needs(None, "AVX2"), elem=64, move=Move(64, _permq))
-_row("vpshufd", "w:v,r:vm,r:i", "shuffle", "vpshufd", "pshufd", _needs("SSE2", "AVX"), elem=32,
+_row("vperm2i128", _VEX3I, "shuffle", _vex("vperm2i128", "AVX2", widths=_YMM), elem=128,
+     generic="permute_halves", move=Move(128, _perm2x128))
+_row("vpermq", "w:v,r:vm,r:i", "shuffle", _vex("vpermq", "AVX2", widths=_YMM), elem=64,
+     move=Move(64, _permq))
+_row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "AVX"), elem=32,
      move=Move(32, _pshufd))
-_row("vmovshdup", "w:v,r:vm", "shuffle", "vmovshdup", "movshdup", _needs("SSE3", "AVX", **_MOVE), elem=32,
+_row("vmovshdup", "w:v,r:vm", "shuffle", _forms("vmovshdup", "movshdup", "SSE3", "AVX", **_MOVE), elem=32,
      generic="duplicate_odd", move=Move(32, _odd_duplicated))
-_row("vpshufb", _VEX3, "shuffle", "vpshufb", "pshufb", _needs("SSSE3", "AVX"))
-_row("vpshuflw", "w:v,r:vm,r:i", "shuffle", "vpshuflw", "pshuflw", _needs("SSE2", "AVX"), elem=16,
+_row("vpshufb", _VEX3, "shuffle", _forms("vpshufb", "pshufb", "SSSE3", "AVX"))
+_row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2", "AVX"), elem=16,
      generic="shuffle_low", move=Move(16, _pshuflw))
-_row("vpshufhw", "w:v,r:vm,r:i", "shuffle", "vpshufhw", "pshufhw", _needs("SSE2", "AVX"), elem=16,
+_row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX"), elem=16,
      generic="shuffle_high", move=Move(16, _pshufhw))
-_row("vpalignr", _VEX3I, "shuffle", "vpalignr", "palignr", _needs("SSSE3", "AVX"), move=Move(8, _alignr))
+_row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX"), move=Move(8, _alignr))
 for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
-    _row(f"vpunpckl{_s}", _VEX3, "shuffle", f"vpunpckl{_s}", f"punpckl{_s}", _needs("SSE2", "AVX"), elem=_w,
+    _row(f"vpunpckl{_s}", _VEX3, "shuffle", _forms(f"vpunpckl{_s}", f"punpckl{_s}", "SSE2", "AVX"), elem=_w,
          generic="interleave_low", move=Move(_w, _unpack(high=False)))
-    _row(f"vpunpckh{_s}", _VEX3, "shuffle", f"vpunpckh{_s}", f"punpckh{_s}", _needs("SSE2", "AVX"), elem=_w,
+    _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX"), elem=_w,
          generic="interleave_high", move=Move(_w, _unpack(high=True)))
-_row("vextracti128", _SHIFT, "shuffle", "vextracti128", None, _needs(None, "AVX2"), move=Move(128, _extract128))
-_row("vinserti128", _VEX3I, "shuffle", "vinserti128", None, _needs(None, "AVX2"), move=Move(128, _insert128))
-_row("vpclmulqdq", _VEX3I, "clmul", "vpclmulqdq", "pclmulqdq",
-     _needs(None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"))
+_row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM),
+     move=Move(128, _extract128))
+_row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM),
+     move=Move(128, _insert128))
+_row("vpclmulqdq", _VEX3I, "clmul",
+     _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"))
 
 # general-purpose registers, and moves between them and vectors
-_GPR = _needs(None, None)
-_row("mov", "w:g,r:gm", "move", None, "mov", _GPR)
-_row("lea", "w:g,r:m", "address", None, "lea", _GPR)  # an address into a register: no memory access
-_row("add", "rw:g,r:i", "address", None, "add", _GPR)  # moves an address register along (`passes.roll`)
+_row("mov", "w:g,r:gm", "move", _gpr("mov"))
+_row("lea", "w:g,r:m", "address", _gpr("lea"))  # an address into a register: no memory access
+_row("add", "rw:g,r:i", "address", _gpr("add"))  # moves an address register along (`passes.roll`)
 # a rolled loop (`passes.roll`): `repeat c, k, id` sets counter c to k and labels the loop's top;
 # `repeat_end c, id` counts c down and branches back while it is nonzero (`printer` spells both)
-_row("repeat", "w:g,r:i,r:i", "control", None, "mov", _GPR)
-_row("repeat_end", "rw:g,r:i", "control", None, "dec", _GPR)
-_row("mov_store", "w:m,r:g", "store", None, "mov", _GPR)
-_row("xor", "rw:g,r:gm", "alu", None, "xor", _GPR)
-_row("and", "rw:g,r:gm", "alu", None, "and", _GPR)
-_row("or", "rw:g,r:gm", "alu", None, "or", _GPR)
-_row("shl", "rw:g,r:i", "alu", None, "shl", _GPR)
-_row("shr", "rw:g,r:i", "alu", None, "shr", _GPR)
-_row("shld", "rw:g,r:g,r:i", "alu", None, "shld", _GPR)
-_row("shrd", "rw:g,r:g,r:i", "alu", None, "shrd", _GPR)
+_row("repeat", "w:g,r:i,r:i", "control", _gpr("mov"))
+_row("repeat_end", "rw:g,r:i", "control", _gpr("dec"))
+_row("mov_store", "w:m,r:g", "store", _gpr("mov"))
+_row("xor", "rw:g,r:gm", "alu", _gpr("xor"))
+_row("and", "rw:g,r:gm", "alu", _gpr("and"))
+_row("or", "rw:g,r:gm", "alu", _gpr("or"))
+_row("shl", "rw:g,r:i", "alu", _gpr("shl"))
+_row("shr", "rw:g,r:i", "alu", _gpr("shr"))
+_row("shld", "rw:g,r:g,r:i", "alu", _gpr("shld"))
+_row("shrd", "rw:g,r:g,r:i", "alu", _gpr("shrd"))
 # lanes on general registers (the scalar ISA): the vector rows' operations in the same three-operand form,
 # destination tied to the first source (two-operand instructions) unless spelt otherwise
 _GPR3 = "w:g,r:g,r:gm"
-_row("load64_gpr", "w:g,r:m", "load", None, "mov", _GPR, elem=64, move=IDENTITY)
-_row("add64", _GPR3, "alu", None, "add", _GPR, tied=True, elem=64, generic="add", arith=ADD, commutative=True)
-_row("sub64", _GPR3, "alu", None, "sub", _GPR, tied=True, elem=64, generic="sub", arith=SUB)
-_row("imul64", _GPR3, "mul", None, "imul", _GPR, tied=True, elem=64, generic="mullo", arith=MULLO, commutative=True)
-# mulx multiplies by rdx (kept out of every allocation pool on this ISA: `Isa.reserved_gprs`); naming the
-# destination twice keeps the high half alone
-_row("mulx64", _GPR3, "mul", None, "mulx", _needs(None, None, extra=("BMI2",)), tied=False, elem=64,
+_row("load64_gpr", "w:g,r:m", "load", _gpr("mov"), elem=64, move=IDENTITY)
+_row("add64", _GPR3, "alu", _gpr("add"), elem=64, generic="add", arith=ADD, commutative=True)
+_row("sub64", _GPR3, "alu", _gpr("sub"), elem=64, generic="sub", arith=SUB)
+_row("imul64", _GPR3, "mul", _gpr("imul"), elem=64, generic="mullo", arith=MULLO, commutative=True)
+# mulx multiplies by rdx (kept out of every allocation pool on this ISA: `Isa.reserved_gprs`); VEX-encoded,
+# it has three operands, and naming the destination twice keeps the high half alone
+_row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
      generic="mulhu", arith=MULHU, commutative=True, lines=("mov rdx, {1}", "mulx {0}, {0}, {2}"))
 # the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
-_row("cmovb64", _GPR3, "alu", None, "cmovb", _GPR, tied=True, elem=64, generic="minu", arith=MINU,
+_row("cmovb64", _GPR3, "alu", _gpr("cmovb"), elem=64, generic="minu", arith=MINU,
      commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
-_row("movq_to_gpr", "w:g,r:v", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
-_row("movq_from_gpr", "w:v,r:g", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
-_row("pextrq", "w:g,r:v,r:i", "shuffle", "vpextrq", "pextrq", _needs("SSE4.1", "AVX"))
-_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", "vpinsrq", "pinsrq", _needs("SSE4.1", "AVX"), tied=True)
+_row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
+_row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
+_row("pextrq", "w:g,r:v,r:i", "shuffle", _forms("vpextrq", "pextrq", "SSE4.1", "AVX", widths=_XMM))
+_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1", "AVX", widths=_XMM))
 # one 16-bit element from memory into the element the immediate names, the others from the first source
-_row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", "vpinsrw", "pinsrw", _needs("SSE2", "AVX"), tied=True, elem=16,
+_row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2", "AVX", widths=_XMM), elem=16,
      move=Move(16, _insert_element))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
-_BY_WIDTH: dict[tuple[str, int], str] = {}
-for _op in _ROWS:
-    if _op.generic is not None and not _op.gpr_only:  # general-register rows are reached through `on_gpr`
-        _BY_WIDTH.setdefault((_op.generic, _op.elem or 0), _op.name)
+
+
+@dataclass(frozen=True)
+class InstructionTable:
+    """Rows by opcode, and which rows do each width-neutral operation."""
+
+    ops: dict[str, Op]
+
+    @cached_property
+    def _doing(self) -> dict[tuple[str, int], tuple[str, ...]]:
+        found: dict[tuple[str, int], tuple[str, ...]] = {}
+        for op in self.ops.values():
+            if op.generic is not None and not op.gpr_only:  # general-register rows are reached through `on_gpr`
+                found[op.generic, op.elem or 0] = found.get((op.generic, op.elem or 0), ()) + (op.name,)
+        return found
+
+    def doing(self, generic: str, bits: int) -> tuple[str, ...]:
+        """The rows doing `generic` ("add", "mulhi", "sra", "broadcast",
+        "interleave_low", ...) on `bits`-bit elements, in table order, whatever
+        their encodings (`Isa.candidates` keeps those an ISA can have);
+        bitwise operations ("and", "xor", ...) serve every width."""
+        return self._doing.get((generic, bits)) or self._doing.get((generic, 0), ())
+
+
+TABLE = InstructionTable(OPS)
 
 
 def spec(name: str) -> Op:
@@ -535,24 +574,18 @@ def spec(name: str) -> Op:
 
 
 def by_width(generic: str, bits: int) -> str:
-    """The opcode doing `generic` ("add", "mulhi", "sra", "broadcast",
-    "interleave_low", ...) on `bits`-bit elements; bitwise operations
-    ("and", "xor", ...) serve every width."""
-    found = _BY_WIDTH.get((generic, bits)) or _BY_WIDTH.get((generic, 0))
-    if found is None:
+    """The first row doing `generic` on `bits`-bit elements (`InstructionTable.doing`):
+    the one builders write where they leave the choice to no cost model."""
+    found = TABLE.doing(generic, bits)
+    if not found:
         raise KeyError(f"no instruction does {generic} on {bits}-bit elements")
-    return found
+    return found[0]
 
 
-def has(generic: str, bits: int, lanes_on_gpr: bool = False) -> bool:
-    """Whether some vector instruction does `generic` on `bits`-bit elements,
-    or with `lanes_on_gpr` (each lane on a general register of its own) some
-    row lowered onto general registers does."""
-    name = _BY_WIDTH.get((generic, bits)) or _BY_WIDTH.get((generic, 0))
-    if name is None:
-        return False
-    row = OPS[name]
-    return row.on_gpr is not None if lanes_on_gpr else row.encodable
+def has(generic: str, bits: int) -> bool:
+    """Whether some vector instruction, in some encoding, does `generic` on
+    `bits`-bit elements (`Isa.has`: one the ISA's kernels can have)."""
+    return any(OPS[name].encodable for name in TABLE.doing(generic, bits))
 
 
 def generic_name(name: str) -> str:

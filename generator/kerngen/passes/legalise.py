@@ -1,8 +1,10 @@
 """Legalisation: the IR made encodable on the target's ISA.
 
 Builders write every instruction in its three-operand VEX form, on vectors
-up to 256 bits. For a VEX target that is already legal. For a legacy (SSE)
-target, three steps:
+of the Target's width. How that becomes legal is the ISA's `legalisation`,
+the name of one of the strategies below (`STRATEGIES`). "none": a VEX
+target encodes it as written. "split", for a target whose registers are
+narrower (SSE, legacy encoding), three steps:
 
 1. Split: a 256-bit value becomes a pair of 128-bit ones, and every
    instruction on it that works on each 128-bit half alone (the table's
@@ -10,17 +12,18 @@ target, three steps:
    inserting or extracting a half) becomes a renaming, no instruction at all.
    The kernels and their layouts stay the same, so an SSE kernel computes
    exactly what its AVX2 twin does, in the same order.
-2. Rewrite instructions without a legacy form into ones that have one:
-   `vpblendd` into `pblendw`, a 64-bit broadcast from memory into a load and
-   a `pshufd`, a 16-bit one into an insert into a zero register.
-3. Tie: a legacy form that ties the destination to its first source becomes
-   `op d, d, b` (printed `op d, b`): if the first source dies here, the
-   destination takes its register (the result is renamed to it): no copy;
-   else, if the operation commutes and the second source dies, the sources
-   swap; else a copy of the first source comes first.
+2. Rewrite instructions without a form in the encoding into ones that have
+   one: `vpblendd` into `pblendw`, a 64-bit broadcast from memory into a
+   load and a `pshufd`, a 16-bit one into an insert into a zero register.
+3. Tie: where the form has two operands (the encoding's `operands`), the
+   destination is the first source: `op d, a, b` becomes `op d, d, b`
+   (printed `op d, b`): if the first source dies here, the destination
+   takes its register (the result is renamed to it): no copy; else, if the
+   operation commutes and the second source dies, the sources swap; else a
+   copy of the first source comes first.
 
-For the scalar ISA (lanes on general registers), one step replaces the
-first two: each lane of a vector becomes a general register of its own,
+"onto_gprs", for the scalar ISA (lanes on general registers), one step
+replaces the first two: each lane of a vector becomes a general register of its own,
 an element-wise operation one general-register operation per lane (the
 table's `on_gpr`), a movement of whole lanes a renaming, a load or store
 one `mov` per lane (one for a broadcast constant). The kernel is still its
@@ -33,21 +36,31 @@ from __future__ import annotations
 from ..errors import CheckError
 from ..ir.instr import Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
 from ..ir.lanes import move_lanes
+from ..machine.encoding import Encoding
 from ..machine.ops import by_width, spec
 from ..machine.target import Target
 from .schedule import stores_first_depth
 
+
 def legalise(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
     """`builder` supplies fresh registers, groups and constant tables."""
-    if target.isa.vex:
-        return list(body)
-    if target.isa.lanes_on_gpr:
-        return _tie(stores_first_depth(_onto_gprs(body, builder, target.lane_bits)))
+    return STRATEGIES[target.isa.legalisation](body, target, builder)
+
+
+def _as_written(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
+    return list(body)
+
+
+def _split_into_registers(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
     expanded: list[Instr] = []
-    wide, half = target.vector_bits, target.isa.vector_bits
+    wide, half, encoding = target.vector_bits, target.isa.vector_bits, target.isa.encoding
     for ins in _split(body, builder, wide, half):
-        expanded += _rewrite(ins, builder, half)
-    return _tie(expanded)
+        expanded += _rewrite(ins, builder, half, encoding)
+    return _tie(expanded, encoding)
+
+
+def _lanes_onto_gprs(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
+    return _tie(stores_first_depth(_onto_gprs(body, builder, target.lane_bits)), target.isa.encoding)
 
 
 def _lane_tag(tag: IdiomTag | None, part: int, groups: dict[tuple[int, int], int], b: Builder) -> IdiomTag | None:
@@ -174,9 +187,9 @@ def _same_parts(op, parts: int, b: Builder) -> bool:
     return all(t.values[first:first + per] == t.values[first + k * per:first + (k + 1) * per] for k in range(parts))
 
 
-def _rewrite(ins: Instr, b: Builder, half_bits: int) -> list[Instr]:
+def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list[Instr]:
     s = spec(ins.op)
-    if s.legacy is not None:
+    if s.gpr_only or any(f.exists(encoding, half_bits) for f in s.forms):
         return [ins]
     if ins.op == by_width("blend", 32):  # each dword selector bit becomes two word selector bits
         imm = ins.operands[3].value
@@ -192,10 +205,10 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int) -> list[Instr]:
         table = b.table("pw_0", 2, [0] * 16)
         return [Instr("load", (zero, Mem(table, 0, half_bits // 8)), ins.comment),
                 Instr("pinsrw", (ins.operands[0], zero, ins.operands[1], Imm(0)))]
-    raise CheckError(f"{ins.op} has no legacy encoding and no legacy rewrite")
+    raise CheckError(f"{ins.op} has no {encoding.name} encoding and no {encoding.name} rewrite")
 
 
-def _tie(body: list[Instr]) -> list[Instr]:
+def _tie(body: list[Instr], encoding: Encoding) -> list[Instr]:
     last: dict[Operand, int] = {}
     for i, ins in enumerate(body):
         for op in ins.read:
@@ -206,7 +219,7 @@ def _tie(body: list[Instr]) -> list[Instr]:
     for i, ins in enumerate(body):
         ops = tuple(rename.get(op, op) for op in ins.operands)
         s = spec(ins.op)
-        if not s.tied or ops[0] == ops[1]:
+        if not s.ties(ins.form(encoding)) or ops[0] == ops[1]:
             out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
             continue
         dst, a, b = ops[0], ops[1], ops[2]
@@ -233,3 +246,7 @@ def _tie(body: list[Instr]) -> list[Instr]:
         out.append(Instr("mov" if isinstance(dst, GReg) else "copy", (dst, a), ins.comment, copy_tag))
         out.append(Instr(ins.op, (dst, dst, b) + ops[3:], "", op_tag))
     return out
+
+
+# by the name an ISA gives (`Isa.legalisation`)
+STRATEGIES = {"none": _as_written, "split": _split_into_registers, "onto_gprs": _lanes_onto_gprs}

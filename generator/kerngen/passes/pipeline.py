@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 from ..core.contract import Bound, Contract
 from ..errors import AllocationError, CheckError
-from ..ir.instr import ArgSpec, Builder, Instr, Kernel, PhysReg
-from ..machine.ops import spec
+from ..ir.instr import ArgSpec, Builder, Instr, Kernel
 from ..machine.abi import RBP
 from ..machine.target import Target
 from .allocate import RegisterPools, allocate
@@ -62,8 +61,9 @@ def _legalise(u: Unit) -> None:
 
 
 def _fold_loads(u: Unit) -> None:
-    """Legacy (SSE) memory operands must be 16-byte aligned; arguments need not be."""
-    if u.target.isa.vex:
+    """Only where the encoding's memory operands may be unaligned (not legacy
+    SSE's, 16-byte aligned): arguments need not be."""
+    if u.target.isa.encoding.unaligned_memory:
         u.body = fold_loads(u.body)
 
 
@@ -96,13 +96,10 @@ def _check_allocated(u: Unit) -> None:
 
 
 def _required_isa(u: Unit) -> None:
-    """The extensions the instructions need, as the table gives them for
-    each instruction's encoding and register width (avo's RequiredISAExtensions)."""
-    need: set[str] = set()
-    for ins in u.body:
-        widths = [op.bits for op in ins.operands if isinstance(op, PhysReg) and op.kind == "vec"]
-        need |= spec(ins.op).extensions(u.target.isa.vex, max(widths, default=128))
-    u.extensions = frozenset(need)
+    """The extensions the instructions need: those of the form each is
+    encoded in, the ISA's encoding at its register width (avo's RequiredISAExtensions)."""
+    encoding = u.target.isa.encoding
+    u.extensions = frozenset().union(*(ins.form(encoding).extensions for ins in u.body))
     u.kernel = Kernel(u.symbol, u.args, tuple(u.body), tuple(u.builder.tables.values()), u.target,
                       u.extensions, u.spill_slots)
 

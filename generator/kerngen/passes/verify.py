@@ -314,7 +314,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         else:
             result = _evaluate(mc, ins, index, s, sources, imm, lanes, group)
         if dst.kind == "vec" and lanes < mc.model_lanes:  # a VEX.128 write zeroes the upper half; legacy keeps it
-            if kernel.target.isa.vex:
+            if kernel.target.isa.encoding.zeroes_upper:
                 upper_l, upper_d = [ZERO] * (mc.model_lanes - lanes), [0] * (mc.model_lanes - lanes)
             else:
                 old = mc.regs.get((dst.kind, dst.number))

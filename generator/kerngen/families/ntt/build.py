@@ -331,7 +331,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout, scale_la
             karatsuba, summed, interleave = variant
             b = kernel_builder(layout)
             build_basemul(b, bm_ar, bm_reducer, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
-                          karatsuba, summed, interleave, qinv_in_register=t.isa.vex)
+                          karatsuba, summed, interleave, qinv_in_register=t.isa.encoding.unaligned_memory)
             return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t, signed=not bm_unsigned)
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input;

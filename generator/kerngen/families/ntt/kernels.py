@@ -176,9 +176,9 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     factor w' added from the others'); `interleave` units of
     blocks are emitted at once, their instructions merged (`_interleaved`).
     `qinv_in_register`: q^-1 for the variable factors loaded once, so that
-    the factor can take an input as its memory operand (on VEX targets,
-    `passes.encoding.fold_loads`); else read from the table, a register
-    fewer."""
+    the factor can take an input as its memory operand (where the encoding's
+    memory operands may be unaligned, `passes.encoding.fold_loads`); else
+    read from the table, a register fewer."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d

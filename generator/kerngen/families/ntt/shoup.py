@@ -174,12 +174,13 @@ def conditional_subtraction(q: int, c: int, bits: int, isa: Isa = AVX2) -> Scala
     wraps below zero exactly where x < c, and the unsigned minimum keeps x
     there. Without an unsigned minimum at this width (64 bits), x is kept
     where x - c reads negative (the same for x < c + 2^(W-1), which the
-    lemma's ranges take into account): a blend selected by the signs on VEX
-    targets (the legacy blend reads its selector from xmm0 alone), else
-    c added back under a mask of the negative lanes."""
+    lemma's ranges take into account): a blend selected by the signs where
+    the ISA encodes one (the legacy blend reads its selector from xmm0
+    alone: the table has no such form), else c added back under a mask of
+    the negative lanes."""
     if isa.has("minu", bits):
         steps = (("sub", "d", "x", c), ("minu", "r", "x", "d"))
-    elif isa.vex:
+    elif isa.has("select_negative", bits):
         steps = (("sub", "d", "x", c), ("select_negative", "r", "d", "x"))
     else:
         steps = (("sub", "d", "x", c), ("cmpgt", "m", 0, "d"), ("and", "k", "m", c), ("add", "r", "d", "k"))

@@ -59,7 +59,8 @@ def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
             b = kernel_builder(ar.layout)
             build_basemul(b, bm_ar, barrett or ShoupReduction(p.q, p.width, t.isa), f"{p.prefix}_{kind}_zetas_{isa}",
                           max(map(abs, forward["output"]["bound"])), None, k, fn.get("karatsuba", False),
-                          fn.get("summed_factors", False), fn["interleaved_units"], qinv_in_register=t.isa.vex)
+                          fn.get("summed_factors", False), fn["interleaved_units"],
+                          qinv_in_register=t.isa.encoding.unaligned_memory)
             built.append(b)
         for b in built:
             out.update(b.tables)
