@@ -1,0 +1,109 @@
+"""Encodings and instruction forms as data: selection of the forms an ISA
+encodes, the required extensions read from the chosen form, the printer
+spelling and tying by the encoding, legalisation strategies by name."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kerngen.emission.printer import body_text
+from kerngen.ir.instr import Builder, Imm, Instr, PhysReg
+from kerngen.machine.encoding import EVEX, LEGACY, VEX, Form
+from kerngen.machine.isa import AVX2, ISAS, SCALAR, SSE
+from kerngen.machine.ops import MULLO, OPS, InstructionTable, Op, Slot
+from kerngen.machine.target import PLATFORMS, Target
+from kerngen.passes import pipeline
+from kerngen.passes.legalise import STRATEGIES
+
+# an ISA whose vector instructions take EVEX forms (no table row has one yet)
+EVEX_ISA = dataclasses.replace(AVX2, name="evex", vector_bits=512, encoding=EVEX, vector_registers=32)
+
+
+def _evex(mnemonic: str, *extensions: str) -> Form:
+    return Form(EVEX, EVEX.widths, mnemonic, frozenset(extensions), EVEX.registers)
+
+
+def _with(*rows: Op) -> InstructionTable:
+    return InstructionTable({**OPS, **{row.name: row for row in rows}})
+
+
+def test_a_row_with_an_evex_form_is_a_candidate_only_where_the_isa_encodes_evex():
+    # a second row doing 64-bit mullo beside the scalar ISA's lowered one: one EVEX form
+    slots = (Slot("w", "v"), Slot("r", "v"), Slot("r", "vm"))
+    vpmullq = Op("vpmullq", slots, "mul", (_evex("vpmullq", "AVX512DQ"),), elem=64, generic="mullo", arith=MULLO,
+                 commutative=True)
+    table = _with(vpmullq)
+    assert table.doing("mullo", 64) == ("mullo64", "vpmullq")  # both do it; the ISA keeps what it can hold
+    assert EVEX_ISA.candidates("mullo", 64, table) == ("vpmullq",)
+    assert AVX2.candidates("mullo", 64, table) == () and SSE.candidates("mullo", 64, table) == ()
+    assert SCALAR.candidates("mullo", 64, table) == ("mullo64",)  # lowered onto general registers
+    assert EVEX_ISA.candidates("mullo", 64) == ()  # the shipped table has no EVEX form
+    assert vpmullq.form(EVEX, 512).mnemonic == "vpmullq"
+    with pytest.raises(KeyError, match="no VEX form"):
+        vpmullq.form(VEX, 256)
+
+
+def test_a_form_added_to_a_row_is_chosen_by_encoding_and_width():
+    row = OPS["vpaddq"]
+    widened = dataclasses.replace(row, forms=row.forms + (_evex("vpaddq", "AVX512F"),))
+    table = _with(widened)
+    assert EVEX_ISA.candidates("add", 64, table) == ("vpaddq",) and EVEX_ISA.candidates("add", 64) == ()
+    assert AVX2.candidates("add", 64, table) == AVX2.candidates("add", 64) == ("vpaddq",)
+    assert widened.form(EVEX, 512).extensions == {"AVX512F"}
+    assert widened.form(VEX, 256).extensions == {"AVX2"} and widened.form(VEX, 128).extensions == {"AVX"}
+    assert widened.form(LEGACY, 128).mnemonic == "paddq"
+    with pytest.raises(KeyError):
+        widened.form(VEX, 512)  # VEX encodes no zmm
+    # vblendvpd has no EVEX form: an EVEX ISA cannot select on signs this way
+    assert AVX2.has("select_negative", 64) and not EVEX_ISA.has("select_negative", 64)
+    assert not SSE.has("select_negative", 64)  # nor legacy: blendvpd reads its selector from xmm0 alone
+
+
+def _required(isa, body: list[Instr]) -> frozenset[str]:
+    u = pipeline.Unit("k", (), Target(isa, 64, PLATFORMS["sysv"]), Builder(256), body, False, None)
+    pipeline._required_isa(u)
+    return u.extensions
+
+
+def test_the_required_extensions_are_those_of_the_chosen_form(monkeypatch):
+    def clmul(bits):
+        x = PhysReg("vec", 1, bits)
+        return [Instr("vpclmulqdq", (x, x, x, Imm(0)))]
+
+    assert _required(AVX2, clmul(128)) == {"AVX", "PCLMULQDQ"}
+    assert _required(AVX2, clmul(256)) == {"AVX", "VPCLMULQDQ"}
+    assert _required(SSE, clmul(128)) == {"PCLMULQDQ"}
+    with pytest.raises(KeyError, match="no legacy form on 256-bit"):
+        _required(SSE, clmul(256))
+    row = OPS["vpaddq"]
+    monkeypatch.setitem(OPS, "vpaddq", dataclasses.replace(row, forms=row.forms + (_evex("vpaddq", "AVX512F"),)))
+    z = PhysReg("vec", 20, 512)
+    assert _required(EVEX_ISA, [Instr("vpaddq", (z, z, z))]) == {"AVX512F"}
+    g = PhysReg("gpr", 3)
+    assert _required(SCALAR, [Instr("mulx64", (g, g, g))]) == {"BMI2"}  # a general-register form, any ISA
+
+
+def test_the_printer_spells_and_ties_by_the_encoding():
+    lo, hi = PhysReg("vec", 2), PhysReg("vec", 9)
+    add = Instr("vpaddw", (lo, lo, hi))
+
+    def text(isa, ins):
+        return body_text((ins,), Target(isa, 16, PLATFORMS["sysv"]))
+
+    assert text(AVX2, add) == ["vpaddw       ymm2, ymm9, ymm2"]  # VEX's two-byte prefix wants the low r/m
+    x2, x9 = PhysReg("vec", 2, 128), PhysReg("vec", 9, 128)
+    assert text(SSE, Instr("vpaddw", (x2, x2, x9))) == ["paddw        xmm2, xmm9"]  # two operands: tied
+    row = OPS["vpaddw"]
+    evex = dataclasses.replace(AVX2, encoding=EVEX)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(OPS, "vpaddw", dataclasses.replace(row, forms=row.forms + (_evex("vpaddw", "AVX512BW"),)))
+        assert text(evex, add) == ["vpaddw       ymm2, ymm2, ymm9"]  # EVEX: one prefix length, no swap
+
+
+def test_every_isa_names_a_legalisation_strategy_and_an_encoding_of_its_width():
+    for isa in ISAS.values():
+        assert isa.legalisation in STRATEGIES, isa.name
+        assert isa.lanes_on_gpr or isa.vector_bits in isa.encoding.widths, isa.name
+    assert SCALAR.lanes_on_gpr and not AVX2.lanes_on_gpr and not SSE.lanes_on_gpr
