@@ -1,8 +1,9 @@
 """The protocol every kernel family implements, and nothing else.
 
 A family is a package (`kerngen.families.ntt`, `kerngen.families.gf2m`)
-exposing one `Family` object: its parameter schema, how it builds a bundle,
-the harness checks and benchmarks that judge and time its kernels, and the
+exposing one `Family` object: its parameter schema and command-line
+options, how it builds a bundle, what the vendoring files say of its
+kernels, the harness checks and benchmarks that judge and time them, and the
 extras only some families have (multi-call checks, whole-algorithm
 benchmarks, reduction-schedule exploration). The registry
 (`kerngen.families`) maps the `family` key of a parameter file to it.
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
-from .params import Common, Overrides
+from .params import Common, Option, Overrides
 
 Runner = Callable[[list], list]  # harness cases -> harness results
 
@@ -37,6 +38,8 @@ class Calls:
 class Family:
     name: str
     keys: frozenset[str]  # the keys its parameter files may have, beyond the common ones
+    kinds: frozenset[str]  # the kinds of the functions its bundles hold (only the family reads them)
+    options: tuple[Option, ...] = ()  # its command-line options, each replacing a key of its files
 
     def parse(self, table: dict, common: Common, overrides: Overrides) -> Any:
         """Validated, typed parameters (carrying their `Target`)."""
@@ -45,6 +48,12 @@ class Family:
     def build(self, params: Any) -> Bundle:
         """Every kernel, compiled and verified, with its contract."""
         raise NotImplementedError
+
+    def vendoring(self, bundle: Bundle) -> dict[str, Any]:
+        """The template variables of the family's sections of the vendoring
+        files (the README's description of its values, the examples), by
+        name; none where the bundle lacks the kernels they describe."""
+        return {}
 
     def checks(self, manifest: dict, seed: int) -> list[Check]:
         """One harness call each, judged against references independent of the

@@ -3,16 +3,20 @@ and reductions, on vector lanes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...errors import ParamError
 from ...core.family import Family
 from ...passes.lemmas import LemmaError
-from . import build, checks, explore, params
+from . import build, checks, explore, params, vendoring
 from .reducers import barrett_reducer
 
 
 class NttFamily(Family):
     name = "ntt"
     keys = params.KEYS
+    kinds = vendoring.KINDS
+    options = params.OPTIONS
 
     def parse(self, table, common, overrides):
         """The schema, then the bound analysis and the lemmas the kernels rest
@@ -33,7 +37,10 @@ class NttFamily(Family):
         return p
 
     def build(self, p):
-        return build.build(p)
+        return dataclasses.replace(build.build(p), family=self)
+
+    def vendoring(self, bundle):
+        return vendoring.context(bundle)
 
     def checks(self, manifest, seed):
         return checks.checks(manifest, seed)
