@@ -19,6 +19,7 @@ from typing import Any
 
 from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
+from .manifest import Manifest
 from .params import Common, Option, Overrides
 
 Runner = Callable[[list], list]  # harness cases -> harness results
@@ -28,8 +29,8 @@ Runner = Callable[[list], list]  # harness cases -> harness results
 class Calls:
     """How checks call a bundle's kernels: `run(cases)` once each through the
     text runner, `batch(function, inputs)` many times through the binary one
-    (a manifest function entry; in/inout argument index -> array of rows;
-    returns out/inout argument index -> array of rows)."""
+    (a function entry in the manifest's JSON form; in/inout argument index ->
+    array of rows; returns out/inout argument index -> array of rows)."""
 
     run: Runner
     batch: Callable[[dict, dict], dict]
@@ -55,13 +56,13 @@ class Family:
         name; none where the bundle lacks the kernels they describe."""
         return {}
 
-    def checks(self, manifest: dict, seed: int) -> list[Check]:
+    def checks(self, manifest: Manifest, seed: int) -> list[Check]:
         """One harness call each, judged against references independent of the
         generator, made from a bundle's manifest alone (a copied bundle is
         tested the same way)."""
         raise NotImplementedError
 
-    def chained_checks(self, manifest: dict, calls: Calls, seed: int) -> list[tuple[str, str | None]]:
+    def chained_checks(self, manifest: Manifest, calls: Calls, seed: int) -> list[tuple[str, str | None]]:
         """Checks spanning several calls (round trips, basis-vector proofs) or
         none (manifest facts): (name, None when passed else what is wrong)."""
         return []

@@ -24,6 +24,7 @@ import jinja2
 
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
+from ..core.manifest import MANIFEST, Manifest
 from .dispatch import dispatch
 from .examples import Lane, lanes_by_type, length_macro
 from ..machine.target import PLATFORMS
@@ -246,8 +247,8 @@ def _objects(bundles: tuple[Bundle, ...], files: Mapping[str, str]) -> list[dict
 
 def _command(bundle: Bundle, files: Mapping[str, str], header: str) -> str:
     """The command the bundle's own banners name."""
-    if "manifest.json" in files:
-        return json.loads(files["manifest.json"])["command"]
+    if MANIFEST in files:
+        return Manifest.parse(json.loads(files[MANIFEST]), MANIFEST).command
     m = re.search(r"Regenerate with: (.*)$", files[header], re.MULTILINE)
     return m.group(1).strip() if m else f"kerngen emit {bundle.name}"
 

@@ -24,10 +24,10 @@ class Gf2mFamily(Family):
         return vendoring.context(bundle)
 
     def checks(self, manifest, seed):
-        return checks.checks(manifest, seed)
+        return checks.checks(manifest.json, seed)
 
     def chained_checks(self, manifest, calls, seed):
-        return checks.basis_proofs(manifest, calls)
+        return checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, workdir)

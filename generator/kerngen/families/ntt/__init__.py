@@ -43,12 +43,12 @@ class NttFamily(Family):
         return vendoring.context(bundle)
 
     def checks(self, manifest, seed):
-        return checks.checks(manifest, seed)
+        return checks.checks(manifest.json, seed)
 
     def chained_checks(self, manifest, calls, seed):
-        out = checks.round_trips(manifest, calls.run, seed)
-        out.append(("manifest layout", checks.layout_check(manifest)))
-        return out + checks.basis_proofs(manifest, calls)
+        out = checks.round_trips(manifest.json, calls.run, seed)
+        out.append(("manifest layout", checks.layout_check(manifest.json)))
+        return out + checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, library, workdir)
