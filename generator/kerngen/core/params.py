@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class Overrides:
     def of(**given: str | None) -> Overrides:
         """Overrides from option names (isa=..., policy=...): the common ones
         by name, the rest family options; None means not given."""
-        common = {k: given.pop(k) for k in ("isa", "prefix", "abi", "visibility") if k in given}
+        common = {f.name: given.pop(f.name) for f in fields(Overrides) if f.name in given and f.name != "options"}
         return Overrides(**common, options=tuple((k, v) for k, v in given.items() if v is not None))
 
     def option(self, name: str) -> str | None:

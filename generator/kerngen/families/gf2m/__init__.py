@@ -12,7 +12,7 @@ from . import build, checks, ladder, params, vendoring
 class Gf2mFamily(Family):
     name = "gf2m"
     keys = params.KEYS
-    kinds = vendoring.KINDS
+    kinds = params.KINDS
 
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)

@@ -7,10 +7,6 @@ from typing import Any
 
 from ...core.bundle import Bundle
 
-# the kinds of the GF(2^m) family's functions
-KINDS = frozenset({"gf2m_mul", "gf2m_sqr", "gf2m_mul_lazy", "gf2m_sqr_lazy", "gf2m_freeze", "gf2m_reduce",
-                   "gf2m_mulwide", "gf2m_muladd", "gf2m_msqr", "gf2m_ladder_step", "gf2m_inv"})
-
 
 def context(bundle: Bundle) -> dict[str, Any]:
     """The README's and the examples' `gf2m` variable: the field, its

@@ -15,7 +15,7 @@ from .reducers import barrett_reducer
 class NttFamily(Family):
     name = "ntt"
     keys = params.KEYS
-    kinds = vendoring.KINDS
+    kinds = params.KINDS
     options = params.OPTIONS
 
     def parse(self, table, common, overrides):

@@ -45,6 +45,9 @@ ORDER = Option("order", "order", ORDERS, ORDERS[0],
                "standard (the in-place order FIPS 203 and FIPS 204 specify: block j, mod x^d - psi^(2 brv(j)+1), at "
                "positions d*j..d*j+d-1) or natural (blocks in the order of psi^(2j+1))")
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
+# the kinds of the family's functions (each a manifest entry's `kind`)
+KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
+                   "muladd_shoup"})
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,6 @@ from typing import Any
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...emission.examples import Lane
 
-# the kinds of the NTT family's functions
-KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
-                   "muladd_shoup"})
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
 
 
