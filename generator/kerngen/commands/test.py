@@ -22,11 +22,10 @@ from typing import Any
 
 from .. import __version__
 from ..core.bundle import Bundle
-from ..core.family import Calls, Family
+from ..core.family import Calls, Constants, Family
 from ..core.manifest import Manifest, ObjectEntry, read_bundle
 from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
-from ..families.ntt import tables as ntt_tables
 from ..harness import driver, macho, wine
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
@@ -79,8 +78,6 @@ def fresh_emission(directory: Path, manifest: Manifest) -> str | None:
                                      "parameters: the bundle was edited after kerngen wrote it")
 
 
-# families whose constants can be made again without the passes: (kernel tables, header lines)
-_CONSTANTS = {"ntt": (ntt_tables.kernel_tables, ntt_tables.header_lines)}
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*$")
 _DATA = ("db", "dw", "dd", "dq")
 
@@ -102,17 +99,16 @@ def asm_tables(text: str) -> dict[str, list[int]]:
     return out
 
 
-def constants_differ(directory: Path, manifest: Manifest) -> str | None:
+def constants_differ(directory: Path, manifest: Manifest, constants: Constants) -> str | None:
     """None when every constant table of every object, and the header's
-    tables and macros, are those the manifest's parameters give; else the
-    first that is not."""
-    kernel_tables, header_lines = _CONSTANTS[manifest.family]
+    tables and macros, are those the manifest's parameters give (made by the
+    family's `constants`); else the first that is not."""
     p = manifest_params(directory, manifest)
-    want = kernel_tables(p, manifest)
+    want = constants.kernel_tables(p, manifest)
     for obj in manifest.objects:
         have = asm_tables((directory / obj.file).read_text())
         for label, values in have.items():
-            table = want.get(label) or ntt_tables.broadcast_table(label)
+            table = want.get(label) or constants.by_value(label)
             if table is None:
                 return f"{obj.file}: table {label} is not one kerngen makes from the manifest's parameters"
             mask = (1 << (8 * table.elem_bytes)) - 1
@@ -127,7 +123,7 @@ def constants_differ(directory: Path, manifest: Manifest) -> str | None:
             return f"{obj.file}: lacks the table {missing[0]} its kernels read"
     header = f"{p.name}.h"
     text = (directory / header).read_text() if header in manifest.files else ""
-    for lines in header_lines(p, manifest):
+    for lines in constants.header_lines(p, manifest):
         if "\n".join(lines) not in text:
             code = [line for line in lines if not line.startswith("/*")]
             return f"{header}: {code[0]!r} is missing or differs from what the manifest's parameters give"
@@ -137,8 +133,9 @@ def constants_differ(directory: Path, manifest: Manifest) -> str | None:
 def compare_with_parameters(directory: Path, manifest: Manifest) -> tuple[str, str | None]:
     """(what was compared, None or what differs): the constants alone where
     the family can make them without the passes, else a fresh emission."""
-    if manifest.family in _CONSTANTS:
-        return "fresh emission of the constant tables", constants_differ(directory, manifest)
+    constants = FAMILIES[manifest.family].constants
+    if constants is not None:
+        return "fresh emission of the constant tables", constants_differ(directory, manifest, constants)
     return "fresh emission", fresh_emission(directory, manifest)
 
 
@@ -233,7 +230,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
         if whole.version == __version__:
             say(f"{name}: comparing with a fresh emission of its parameters"
                 + (": its constant tables and header constants (the kernels' code is judged by the checks below)"
-                   if whole.family in _CONSTANTS else ""))
+                   if family.constants is not None else ""))
             tally.judge(*compare_with_parameters(directory, whole))
         else:
             say(f"{name}: written by kerngen {whole.version}, not {__version__}: no fresh emission to compare with; "

@@ -12,15 +12,18 @@ benchmarks, reduction-schedule exploration). The registry
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
 from .manifest import Manifest
 from .params import Common, Option, Overrides
+
+if TYPE_CHECKING:
+    from ..ir.instr import Table
 
 Runner = Callable[[list], list]  # harness cases -> harness results
 
@@ -34,6 +37,18 @@ class Calls:
 
     run: Runner
     batch: Callable[[dict, dict], dict]
+
+
+@dataclass(frozen=True)
+class Constants:
+    """How a family makes a bundle's constants again from its parameters
+    without the passes (seconds, where emitting a large set takes minutes),
+    for `kerngen test` to compare with the bundle's files; each callable
+    takes the parameters and the manifest."""
+
+    kernel_tables: Callable[[Any, Manifest], Mapping[str, Table]]  # every table the kernels read, by label
+    by_value: Callable[[str], Table | None]  # the table a label names by its value (pw_3329), or None
+    header_lines: Callable[[Any, Manifest], list[list[str]]]  # the header's constants, each as its C lines
 
 
 class Family:
@@ -75,6 +90,7 @@ class Family:
         """Rows for whole-algorithm demonstrators built on the bundle."""
         return []
 
+    constants: Constants | None = None  # None: `kerngen test` compares a whole fresh emission instead
     explorer: Any = None  # reduction-schedule exploration (explore, format_table), where the family has schedules
 
 

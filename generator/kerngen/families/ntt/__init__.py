@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from ...errors import ParamError
-from ...core.family import Family
+from ...core.family import Constants, Family
 from ...passes.lemmas import LemmaError
-from . import build, checks, explore, params, vendoring
+from . import build, checks, explore, params, tables, vendoring
 from .reducers import barrett_reducer
 
 
@@ -53,6 +53,7 @@ class NttFamily(Family):
     def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, library, workdir)
 
+    constants = Constants(tables.kernel_tables, tables.broadcast_table, tables.header_lines)
     explorer = explore.EXPLORER
 
 
