@@ -190,7 +190,7 @@ def test_every_shipped_bundle_is_its_manifests_fresh_emission(name):
     directory, manifest = read_bundle(REPO / "generated" / name)
     recorded, shipped = manifest_params(directory, manifest), load(REPO / f"params/{name}.toml")
     assert dataclasses.replace(recorded, source="") == dataclasses.replace(shipped, source="")
-    assert manifest["command"] == f"kerngen emit params/{name}.toml"
+    assert manifest.command == f"kerngen emit params/{name}.toml"
 
 
 @needs_tools

@@ -94,7 +94,7 @@ def test_heatmap_marks_exactly_the_reduced_registers():
     """Every reduction the schedule counts is one outlined register (16 cells) in the heatmap data."""
     for policy in POLICIES:
         for reducer in ("barrett", "special"):
-            bundle = build(load(REPO / "params" / "tiny-257.toml", Overrides(policy=policy, reducer=reducer)))
+            bundle = build(load(REPO / "params" / "tiny-257.toml", Overrides.of(policy=policy, reducer=reducer)))
             members = _register_members(bundle.design.layout)
             for d, s in schedules(bundle).items():
                 bounds, reduced, labels = panel_data(s, members, bundle.params.n)
@@ -132,7 +132,7 @@ def test_the_variant_auto_picks_is_marked_in_rows_and_table(kyber_r1):
     rows, _, _ = kyber_r1
     picked = [r for r in rows if r["auto"]]
     assert len(picked) == 1
-    emitted = build(load(REPO / "params" / "kyber-r1-7681.toml", Overrides(reducer="auto")))
+    emitted = build(load(REPO / "params" / "kyber-r1-7681.toml", Overrides.of(reducer="auto")))
     assert (picked[0]["mul"], picked[0]["policy"], picked[0]["reduction"]) == (
         emitted.params_manifest["mul_used"], emitted.params.policy, emitted.params_manifest["reducer_used"])
     marked = [line for line in format_table(rows).splitlines() if line.endswith(" yes")]

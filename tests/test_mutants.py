@@ -128,9 +128,8 @@ def test_a_copied_bundle_s_constants_are_compared_with_its_parameters(tmp_path):
     again from the manifest's parameters: unedited, they agree; an SSE w' + 1,
     a broadcast constant changed, or a zeta of the header changed (each with
     its hash fixed up) is named."""
-    import json
-
     from kerngen.commands.test import compare_with_parameters
+    from kerngen.core.manifest import read_manifest
 
     bundle = REPO / "generated/kyber-3329-shoup"
     asm = (bundle / "kyber-3329-shoup.asm").read_text()
@@ -147,6 +146,6 @@ def test_a_copied_bundle_s_constants_are_compared_with_its_parameters(tmp_path):
     }
     for name, (changed, named) in edits.items():
         copy = copied_with(bundle, changed, tmp_path / name.replace(" ", "-").replace("'", "p"))
-        compared, differs = compare_with_parameters(copy, json.loads((copy / "manifest.json").read_text()))
+        compared, differs = compare_with_parameters(copy, read_manifest(copy / "manifest.json"))
         assert compared == "fresh emission of the constant tables"
         assert (differs is None) if named is None else (differs is not None and named in differs), (name, differs)

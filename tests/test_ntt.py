@@ -37,7 +37,7 @@ def test_shipped_set_passes_against_sympy(path, tmp_path):
 @pytest.mark.parametrize("policy", ["eager", "layer", "index"])
 @pytest.mark.parametrize("reducer", ["barrett", "special"])
 def test_every_policy_and_reducer_passes(policy, reducer):
-    p = load(REPO / "params/kyber-r1-7681.toml", Overrides(policy=policy, reducer=reducer))
+    p = load(REPO / "params/kyber-r1-7681.toml", Overrides.of(policy=policy, reducer=reducer))
     outcome = run_kerngen_test(p, seed=5, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
@@ -123,7 +123,7 @@ def test_a_bundle_searches_each_schedule_once(monkeypatch):
     monkeypatch.setattr(schedule_module, "_schedule", counted)
     schedule.cache_clear()
     design.cache_clear()
-    p = load(REPO / "params/newhope-12289.toml", Overrides(policy="minimal"))
+    p = load(REPO / "params/newhope-12289.toml", Overrides.of(policy="minimal"))
     build(p)
     assert searched and len(set(searched)) == len(searched)
 
@@ -147,7 +147,7 @@ def test_reduction_counts_are_ordered(path):
 def test_every_policy_passes_on_shipped_sets(path, policy):
     """(index, the default, is covered by test_shipped_set_passes_against_sympy; on 64-bit
     lanes, whose shipped set takes a minute a build, tests/test_wide.py draws the policy)"""
-    outcome = run_kerngen_test(load(path, Overrides(policy=policy)), seed=9, say=lambda s: None)
+    outcome = run_kerngen_test(load(path, Overrides.of(policy=policy)), seed=9, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
 

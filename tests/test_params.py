@@ -1,7 +1,9 @@
 import pytest
 
+from kerngen.cli import parser
+from kerngen.core.params import Overrides
 from kerngen.errors import ParamError
-from kerngen.families import load
+from kerngen.families import FAMILIES, from_mapping, load
 from kerngen.families.ntt.maths import max_layers
 
 GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "avx2"}
@@ -112,3 +114,43 @@ def test_fast_irreducibility_agrees_with_sympy():
         exps = sorted({m, 0, *(rng.randint(1, m - 1) for _ in range(rng.randint(0, 3)))}, reverse=True)
         assert is_irreducible(exps) == Poly(sum(x**e for e in exps), x, modulus=2).is_irreducible, exps
     assert is_irreducible([571, 10, 5, 2, 0]) and is_irreducible([409, 87, 0]) and not is_irreducible([233, 73, 0])
+
+
+FAMILY_OPTIONS = [(f.name, o) for f in FAMILIES.values() for o in f.options]
+
+
+@pytest.mark.parametrize("command", ["emit", "test", "bench"])
+@pytest.mark.parametrize("family, option", FAMILY_OPTIONS, ids=[o.name for _, o in FAMILY_OPTIONS])
+def test_a_family_option_is_on_the_command_line_with_its_choices(command, family, option, capsys):
+    """The command line takes each family's declared options: in --help with
+    their choices, a bad value refused naming them, a good one reaching the
+    family's key."""
+    with pytest.raises(SystemExit):
+        parser().parse_args([command, "--help"])
+    assert f"--{option.name} {{{','.join(option.choices)}}}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        parser().parse_args([command, "x.toml", f"--{option.name}", "no-such-choice"])
+    err = capsys.readouterr().err
+    assert f"--{option.name}: invalid choice: 'no-such-choice'" in err
+    assert all(repr(c) in err for c in option.choices)
+    args = parser().parse_args([command, "x.toml", f"--{option.name}", option.choices[-1]])
+    assert getattr(args, option.name) == option.choices[-1]
+
+
+@pytest.mark.parametrize("option", FAMILIES["ntt"].options, ids=lambda o: o.name)
+def test_an_ntt_option_replaces_its_key_and_only_takes_its_choices(option):
+    table = {**GOOD, option.key: option.choices[0]}
+    other = next(c for c in option.choices if c != option.choices[0])
+    p = from_mapping(table, "t", Overrides.of(**{option.name: other}))
+    again = from_mapping({**table, option.key: other}, "t")
+    assert p == again
+    with pytest.raises(ParamError, match=f"must be one of {', '.join(option.choices)}, got \"x\" "
+                                         f"from --{option.name}") as e:
+        from_mapping(table, "t", Overrides.of(**{option.name: "x"}))
+    assert e.value.key == option.key
+
+
+def test_an_option_of_no_family_is_refused():
+    with pytest.raises(ParamError, match="option of no family") as e:
+        from_mapping(GOOD, "t", Overrides.of(colour="red"))
+    assert e.value.key == "--colour"

@@ -154,3 +154,21 @@ def test_each_idiom_module_registers_its_own_kinds():
     assert sorted(map(id, checks)) == sorted(map(id, REGISTERED))
     assert all(check_for(kind) is check for check in REGISTERED for kind in check.kinds)
     assert check_for("no such kind") is lemma.CHECK
+
+
+def test_emission_and_core_name_no_family_or_kind_of_one():
+    """Each family gives its vendoring context, options and checks through
+    the family protocol: no string of emission/ or core/ names a family or
+    one of the function kinds a family declares."""
+    import json
+
+    from kerngen.families import FAMILIES
+
+    declared = {f.name: f.kinds for f in FAMILIES.values()}
+    for manifest in sorted((REPO / "generated").glob("*/manifest.json")):  # the declarations are complete
+        m = json.loads(manifest.read_text())
+        assert {fn["kind"] for fn in m["functions"]} <= declared[m["params"]["family"]], manifest
+    names = set(declared) | {k for kinds in declared.values() for k in kinds}
+    hits = [f"{f.relative_to(PKG).as_posix()}: {s!r}" for layer in ("emission", "core")
+            for f in sorted((PKG / layer).rglob("*.py")) for s in _strings(f) if s in names]
+    assert hits == []

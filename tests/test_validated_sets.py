@@ -109,7 +109,7 @@ def test_a_named_reducer_keeps_montgomerys_multiplication():
 def test_ntt_options_are_refused_for_a_gf2m_set(option, value):
     path = REPO / "params/gf2m-163.toml"
     with pytest.raises(ParamError, match="option of the ntt family") as e:
-        load(path, Overrides(**{option: value}))
+        load(path, Overrides.of(**{option: value}))
     assert e.value.key == f"--{option}"
     assert load(path, Overrides(isa="sse")).isas == ("sse",)  # common options stay
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from kerngen.commands.test import test_bundle as run_kerngen_test
+from kerngen.core.manifest import Manifest
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, family_of, load
 from kerngen.harness import driver, wine
@@ -79,8 +80,9 @@ def test_shipped_set_passes_every_check_under_wine(workdir: Path, path: Path) ->
     outcome = run_kerngen_test(bundle, SEED, said.append, workdir, reemit=False)
     assert any("Wine" in line for line in said), said
     assert outcome.failed == 0, f"{p.name} (win64):\n" + "\n".join(outcome.failures[:20])
-    runnable = [f for f in manifest["functions"] if set(f.get("cpu", ())) <= driver.cpu_flags()]
-    assert runnable and outcome.passed == len(family_of(p).checks({**manifest, "functions": runnable}, SEED))
+    typed = Manifest.parse(manifest, "manifest.json")
+    runnable = tuple(f for f in typed.functions if set(f.cpu) <= driver.cpu_flags())
+    assert runnable and outcome.passed == len(family_of(p).checks(typed.only(runnable), SEED))
 
 
 # ---------------------------------------------------------------------------

@@ -16,13 +16,13 @@ from .errors import KerngenError, ParamError, UsageError
 from .core.manifest import is_bundle
 from .emission.files import check_new_file
 from .core.params import ABIS, Overrides
-from .families import FAMILIES, family_of, load
-from .families.ntt.params import ORDERS, POLICIES, REDUCERS
+from .families import FAMILIES, OPTIONS, family_of, load
 from .commands import shipped
 from .machine.isa import ISAS
 from .machine.target import PLATFORMS, VISIBILITIES
 
-OVERRIDES = ("isa", "abi", "visibility", "policy", "reducer", "order", "prefix")
+# the options that replace keys of the parameter files, in the order the reproduce-command gives them
+OVERRIDES = ("isa", "abi", "visibility", *(o.name for o in OPTIONS), "prefix")
 
 
 def _say(text: str) -> None:
@@ -30,7 +30,7 @@ def _say(text: str) -> None:
 
 
 def _overrides(args) -> Overrides:
-    return Overrides(**{k: getattr(args, k, None) for k in OVERRIDES})
+    return Overrides.of(**{k: getattr(args, k, None) for k in OVERRIDES})
 
 
 def _load_all(args) -> list[tuple[object, str]]:
@@ -148,15 +148,8 @@ def parser() -> argparse.ArgumentParser:
                                                              "several separated by commas (one bundle with kernels "
                                                              "for each and a dispatch unit), or auto (NTT family: "
                                                              "the ISAs measured worth shipping for the lane width)")
-        p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
-        p.add_argument("--reducer", choices=REDUCERS,
-                       help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "
-                            "signed-binary shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
-        p.add_argument("--order", choices=ORDERS,
-                       help="order of the NTT domain: fastest (default; whatever the kernels leave, in the "
-                            "manifest's layout), standard (the in-place order FIPS 203 and FIPS 204 specify: block "
-                            "j, mod x^d - psi^(2 brv(j)+1), at positions d*j..d*j+d-1) or natural (blocks in "
-                            "the order of psi^(2j+1))")
+        for o in OPTIONS:  # the families' own
+            p.add_argument(f"--{o.name}", dest=o.name, choices=o.choices, help=o.help)
         p.add_argument("--prefix", help="symbol prefix (default: kg_ and the name without dashes)")
 
     def platforms(p):

@@ -22,11 +22,10 @@ from typing import Any
 
 from .. import __version__
 from ..core.bundle import Bundle
-from ..core.family import Calls, Family
-from ..core.manifest import objects, read_bundle
+from ..core.family import Calls, Constants, Family
+from ..core.manifest import Manifest, ObjectEntry, read_bundle
 from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
-from ..families.ntt import tables as ntt_tables
 from ..harness import driver, macho, wine
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
@@ -62,25 +61,23 @@ def test_params(p: Any, seed: int, say: Say) -> Outcome:
             wine.stop_wineserver(Path(tmp))
 
 
-def manifest_params(directory: Path, manifest: dict) -> Any:
+def manifest_params(directory: Path, manifest: Manifest) -> Any:
     """The parameters a bundle's manifest records (every key that shapes its kernels)."""
-    family = FAMILIES[manifest["params"]["family"]]
-    table = {k: v for k, v in manifest["params"].items() if k in family.keys | COMMON_KEYS}
+    family = FAMILIES[manifest.family]
+    table = {k: v for k, v in manifest.params.items() if k in family.keys | COMMON_KEYS}
     return from_mapping(table, f"{directory / 'manifest.json'} (params)")
 
 
-def fresh_emission(directory: Path, manifest: dict) -> str | None:
+def fresh_emission(directory: Path, manifest: Manifest) -> str | None:
     """None when the bundle's files are exactly what this kerngen emits from
     the manifest's parameters (then every proof made at emission holds for
     them: overflow, congruences, consistent constant tables); else what differs."""
-    files = render(build_all(manifest_params(directory, manifest)), manifest["command"])
+    files = render(build_all(manifest_params(directory, manifest)), manifest.command)
     changed = [name for name, text in files.items() if (directory / name).read_text() != text]
     return None if not changed else (f"{', '.join(changed)} differ from a fresh emission of the manifest's "
                                      "parameters: the bundle was edited after kerngen wrote it")
 
 
-# families whose constants can be made again without the passes: (kernel tables, header lines)
-_CONSTANTS = {"ntt": (ntt_tables.kernel_tables, ntt_tables.header_lines)}
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*$")
 _DATA = ("db", "dw", "dd", "dq")
 
@@ -102,43 +99,43 @@ def asm_tables(text: str) -> dict[str, list[int]]:
     return out
 
 
-def constants_differ(directory: Path, manifest: dict) -> str | None:
+def constants_differ(directory: Path, manifest: Manifest, constants: Constants) -> str | None:
     """None when every constant table of every object, and the header's
-    tables and macros, are those the manifest's parameters give; else the
-    first that is not."""
-    kernel_tables, header_lines = _CONSTANTS[manifest["params"]["family"]]
+    tables and macros, are those the manifest's parameters give (made by the
+    family's `constants`); else the first that is not."""
     p = manifest_params(directory, manifest)
-    want = kernel_tables(p, manifest)
-    for obj in objects(manifest):
-        have = asm_tables((directory / obj["file"]).read_text())
+    want = constants.kernel_tables(p, manifest)
+    for obj in manifest.objects:
+        have = asm_tables((directory / obj.file).read_text())
         for label, values in have.items():
-            table = want.get(label) or ntt_tables.broadcast_table(label)
+            table = want.get(label) or constants.by_value(label)
             if table is None:
-                return f"{obj['file']}: table {label} is not one kerngen makes from the manifest's parameters"
+                return f"{obj.file}: table {label} is not one kerngen makes from the manifest's parameters"
             mask = (1 << (8 * table.elem_bytes)) - 1
             got, expected = [v & mask for v in values], [v & mask for v in table.values]
             if got != expected:
                 k = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
-                return (f"{obj['file']}: {label}[{k}] is "
+                return (f"{obj.file}: {label}[{k}] is "
                         f"{values[k] if k < len(values) else 'missing'}, the manifest's parameters give "
                         f"{table.values[k] if k < len(table.values) else 'no such element'}")
         missing = sorted(set(want) - set(have))
         if missing:
-            return f"{obj['file']}: lacks the table {missing[0]} its kernels read"
+            return f"{obj.file}: lacks the table {missing[0]} its kernels read"
     header = f"{p.name}.h"
-    text = (directory / header).read_text() if header in manifest.get("files", {}) else ""
-    for lines in header_lines(p, manifest):
+    text = (directory / header).read_text() if header in manifest.files else ""
+    for lines in constants.header_lines(p, manifest):
         if "\n".join(lines) not in text:
             code = [line for line in lines if not line.startswith("/*")]
             return f"{header}: {code[0]!r} is missing or differs from what the manifest's parameters give"
     return None
 
 
-def compare_with_parameters(directory: Path, manifest: dict) -> tuple[str, str | None]:
+def compare_with_parameters(directory: Path, manifest: Manifest) -> tuple[str, str | None]:
     """(what was compared, None or what differs): the constants alone where
     the family can make them without the passes, else a fresh emission."""
-    if manifest["params"]["family"] in _CONSTANTS:
-        return "fresh emission of the constant tables", constants_differ(directory, manifest)
+    constants = FAMILIES[manifest.family].constants
+    if constants is not None:
+        return "fresh emission of the constant tables", constants_differ(directory, manifest, constants)
     return "fresh emission", fresh_emission(directory, manifest)
 
 
@@ -163,7 +160,7 @@ class _Tally:
                 say(f"{self.name}: judged {k + 1} of {len(checks)}")
 
 
-def _test_native(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+def _test_native(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family, work: Path, seed: int, say: Say,
                  tally: _Tally) -> None:
     """The System V object, assembled and run here: every check, then the
     multi-call checks and basis-vector proofs."""
@@ -176,13 +173,13 @@ def _test_native(asm: Path, obj: dict, manifest: dict, family: Family, work: Pat
         return driver.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
 
     checks = family.checks(manifest, seed)
-    say(f"{tally.name}: running {len(checks)} checks of {len(manifest['functions'])} functions ({asm.name})")
+    say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions ({asm.name})")
     tally.judge_results(checks, run([c.case for c in checks]), say)
     for check, msg in family.chained_checks(manifest, Calls(run, batch), seed):
         tally.judge(check, msg)
 
 
-def _test_win64(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+def _test_win64(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family, work: Path, seed: int, say: Say,
                 tally: _Tally) -> None:
     """The Win64 object, linked into a DLL and run under Wine through the
     Win64 checked-call stub: every check."""
@@ -190,22 +187,22 @@ def _test_win64(asm: Path, obj: dict, manifest: dict, family: Family, work: Path
     if missing:
         say(f"{tally.name}: not running {asm.name}: the Win64 harness needs {'; '.join(missing)}")
         return
-    dll = wine.assemble_dll(asm, work, [f["symbols"][obj["abi"]] for f in manifest["functions"]])
+    dll = wine.assemble_dll(asm, work, [f.symbols[obj.abi] for f in manifest.functions])
     checks = family.checks(manifest, seed)
-    say(f"{tally.name}: running {len(checks)} checks of {len(manifest['functions'])} functions ({asm.name}, Wine)")
+    say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions ({asm.name}, Wine)")
     tally.judge_results(checks, wine.run_runner_wine(dll, [c.case for c in checks], work, seed=seed), say)
 
 
-def _test_macho(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+def _test_macho(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family, work: Path, seed: int, say: Say,
                 tally: _Tally) -> None:
     """The Mach-O object (no Mac here to run it): symbols, sections, relocations."""
     missing = macho.missing_tools()
     if missing:
         say(f"{tally.name}: not checking {asm.name}: missing {', '.join(missing)}")
         return
-    symbols = {f["symbol"]: f["symbols"][obj["abi"]] for f in manifest["functions"]}
+    symbols = {f.symbol: f.symbols[obj.abi] for f in manifest.functions}
     say(f"{tally.name}: checking the Mach-O object of {asm.name} (symbols, sections, relocations)")
-    problems = macho.object_problems(macho.assemble(asm, work), symbols, obj.get("visibility", "default"))
+    problems = macho.object_problems(macho.assemble(asm, work), symbols, obj.visibility or "default")
     tally.judge(f"Mach-O object {asm.name}", "; ".join(problems) or None)
 
 
@@ -219,35 +216,33 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     under Wine when it is installed; Mach-O: the object read back); with
     `reemit`, also compare it with what its parameters give when it was
     written by this version of kerngen (`compare_with_parameters`)."""
-    directory, manifest = read_bundle(path)
-    name = manifest["params"]["name"]
-    family = FAMILIES[manifest["params"]["family"]]
+    directory, whole = read_bundle(path)
+    name = whole.name
+    family = FAMILIES[whole.family]
     host = driver.cpu_flags()
-    runnable = [f for f in manifest["functions"] if set(f.get("cpu", ())) <= host]
-    for f in manifest["functions"]:
+    runnable = tuple(f for f in whole.functions if set(f.cpu) <= host)
+    for f in whole.functions:
         if f not in runnable:
-            say(f"{name}: skipping {f['symbol']}: this CPU lacks "
-                + ", ".join(sorted(set(f["cpu"]) - host)))
-    whole, manifest = manifest, {**manifest, "functions": runnable}
+            say(f"{name}: skipping {f.symbol}: this CPU lacks " + ", ".join(sorted(set(f.cpu) - host)))
+    manifest = whole.only(runnable)
     tally = _Tally(name)
     if reemit:
-        version = manifest["generator"].get("version")
-        if version == __version__:
+        if whole.version == __version__:
             say(f"{name}: comparing with a fresh emission of its parameters"
                 + (": its constant tables and header constants (the kernels' code is judged by the checks below)"
-                   if manifest["params"]["family"] in _CONSTANTS else ""))
+                   if family.constants is not None else ""))
             tally.judge(*compare_with_parameters(directory, whole))
         else:
-            say(f"{name}: written by kerngen {version}, not {__version__}: no fresh emission to compare with; "
+            say(f"{name}: written by kerngen {whole.version}, not {__version__}: no fresh emission to compare with; "
                 "the checks and basis-vector proofs below still run")
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
         work = workdir or Path(tmp)
         try:
-            for obj in objects(manifest):
+            for obj in manifest.objects:
                 try:
-                    _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+                    _BY_FORMAT[obj.format](directory / obj.file, obj, manifest, family, work, seed, say, tally)
                 except driver.KernelFault as e:  # a failed check, counted; the other objects are still tested
-                    tally.judge(f"{obj['file']} ({obj['abi']})", str(e))
+                    tally.judge(f"{obj.file} ({obj.abi})", str(e))
         finally:
             if workdir is None:
                 wine.stop_wineserver(work)

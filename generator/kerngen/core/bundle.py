@@ -20,6 +20,7 @@ from .proof import MapProof
 
 if TYPE_CHECKING:
     from ..ir.instr import Kernel
+    from .family import Family
     from ..machine.target import Target
 
 
@@ -119,6 +120,12 @@ class Bundle:
     notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
     header: tuple[CDefine | CTable, ...] = ()  # what a C user needs beyond the prototypes
     design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
+    family: Family | None = None  # the family that built it (its vendoring context); None: a bundle made by hand
+
+    @property
+    def preferred(self) -> tuple[Function, ...]:
+        """The functions of the first ISA (the one preferred where several run), in the bundle's order."""
+        return tuple(f for f in self.functions if f.isa == self.functions[0].isa)
 
     def function(self, kind: str, symbol: str | None = None, isa: str | None = None) -> Function:
         """The first function of this kind (of this ISA, with this symbol)."""

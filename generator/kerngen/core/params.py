@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,33 +28,63 @@ ABIS = tuple(PLATFORMS)
 
 
 @dataclass(frozen=True)
+class Option:
+    """A family's command-line option: `--NAME VALUE` replaces the key `key` of
+    its parameter files (--policy replaces `reduction`)."""
+
+    name: str
+    key: str
+    choices: tuple[str, ...]
+    default: str  # when neither the command line nor the file sets the key
+    help: str
+
+
+@dataclass(frozen=True)
 class Overrides:
-    """Command-line settings that replace the file's."""
+    """Command-line settings that replace the file's: the common keys', and
+    the families' options (option name -> value) in the order given."""
 
     isa: str | None = None
-    policy: str | None = None
-    reducer: str | None = None
-    order: str | None = None
     prefix: str | None = None
     abi: str | None = None  # names separated by commas, as --isa
     visibility: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def of(**given: str | None) -> Overrides:
+        """Overrides from option names (isa=..., policy=...): the common ones
+        by name, the rest family options; None means not given."""
+        common = {f.name: given.pop(f.name) for f in fields(Overrides) if f.name in given and f.name != "options"}
+        return Overrides(**common, options=tuple((k, v) for k, v in given.items() if v is not None))
+
+    def option(self, name: str) -> str | None:
+        """The value given for the family option `name`, or None."""
+        return dict(self.options).get(name)
 
 
-# the file key each command-line override replaces (--policy replaces `reduction`)
-OVERRIDDEN_KEYS = {"isa": "isa", "policy": "reduction", "reducer": "reducer", "order": "order", "prefix": "prefix",
-                   "abi": "abi", "visibility": "visibility"}
+def option_value(src: str, table: dict, overrides: Overrides, option: Option) -> str:
+    """The value of a family option's key: the command line's, else the
+    file's, else its default; one of its choices."""
+    given = overrides.option(option.name)
+    value = given if given is not None else table.get(option.key, option.default)
+    if value not in option.choices:
+        raise ParamError(src, option.key, f"must be one of {', '.join(option.choices)}, got {toml_value(value)}"
+                                          + (f" from --{option.name}" if given is not None else ""))
+    return value
 
 
-def check_overrides(src: str, overrides: Overrides, family: str, keys_of: dict[str, frozenset[str]]) -> None:
-    """Refuse a command-line option that sets a key the family's files do
-    not have (--order for a GF(2^m) set): it would be ignored. `keys_of`:
-    each family's keys beyond the common ones."""
-    for option, key in OVERRIDDEN_KEYS.items():
-        if getattr(overrides, option) is None or key in COMMON_KEYS | keys_of[family]:
+def check_overrides(src: str, overrides: Overrides, family: str, options_of: dict[str, tuple[Option, ...]]) -> None:
+    """Refuse a family option the family of the file does not have (--order
+    for a GF(2^m) set): it would be ignored. `options_of`: each family's options."""
+    for name, _ in overrides.options:
+        if any(o.name == name for o in options_of[family]):
             continue
-        owners = " and ".join(f"the {f} family" for f, keys in keys_of.items() if key in keys)
-        raise ParamError(src, f"--{option}", f"is an option of {owners} (it sets {key}); family {family!r} has no "
-                                             f"{key}: leave it out")
+        owners = {f: o.key for f, options in options_of.items() for o in options if o.name == name}
+        if not owners:
+            raise ParamError(src, f"--{name}", "is an option of no family")
+        key = next(iter(owners.values()))
+        raise ParamError(src, f"--{name}", f"is an option of {' and '.join(f'the {f} family' for f in owners)} "
+                                           f"(it sets {key}); family {family!r} has no {key}: leave it out")
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,13 @@
-"""What the README's C, C++ and Rust examples need beyond the function data:
-each lane type as the three languages spell it, the header's macro for each
-argument's element count (the prototypes take plain pointers), the input
-contracts in words, the Shoup product where its lanes differ from the
-NTT's, and the shipped sets in the standard order that a bundle in another
-order can be replaced with.
-
-The examples compute values a test recomputes independently (tests/
-test_examples.py): the NTT example prints c[0], c[1], c[n-1] of c = a*b mod
-(x^n + 1, q) for a[i] = i mod q and b[i] = (7i + 1) mod q (negated on
-signed lanes, which take negative inputs), then, where it shows a Shoup
-product, c[i]*w[i] mod q for w[i] = (5i + 3) mod q at the same indices.
+"""What the README's C, C++ and Rust examples need beyond the function data,
+whatever the family: each lane type as the three languages spell it, and the
+header's macro for each argument's element count (the prototypes take plain
+pointers). The families add their own examples' inputs (`Family.vendoring`).
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib.resources import files
 
 
 def length_macro(fn, arg_name: str) -> str:
@@ -61,40 +50,6 @@ class Lane:
                 "printf": self.printf, "wide": self.wide}
 
 
-def contract_text(bound: list[int], q: int) -> str:
-    """An input range in words, with what it means for representatives mod q."""
-    lo, hi = bound
-    if (lo, hi) == (-(q - 1), q - 1):
-        return f"[{lo}, {hi}]: any representative within ±(q − 1), canonical [0, q) values included"
-    if (lo, hi) == (0, q - 1):
-        return f"[0, {hi}]: the canonical representatives [0, q) only (unsigned lanes take no negative values)"
-    if lo <= 0 and hi >= q - 1:
-        return f"[{lo}, {hi}] (canonical [0, q) values included)"
-    return f"[{lo}, {hi}]"
-
-
-def ntt_example(forward: dict, shoup, q: int) -> dict:
-    """The NTT example's lanes and inputs. `forward`: the forward NTT's
-    manifest entry; `shoup`: the preferred ISA's mulmod_shoup function, or
-    None; it is shown where its lanes are not the NTT's (so that every lane
-    type of the bundle appears)."""
-    lane = Lane.of(forward["dtype"] + "_t")
-    lo = forward["input"]["bound"][0]
-    shown = None
-    if shoup is not None:
-        shoup_lane = Lane.of(shoup.kernel.args[0].ctype)
-        if shoup_lane != lane:
-            shown = {"symbol": shoup.symbol, "lane": shoup_lane.context(),
-                     "contract": f"a[i] any {shoup_lane.ctype}, w[i] in [0, q), "
-                                 f"wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
-    return {
-        "lane": lane.context(),
-        "negative_b": lane.signed and lo <= -(q - 1),  # signed lanes: show that negative inputs are fine
-        "contract": contract_text(forward["input"]["bound"], q),
-        "shoup": shown,
-    }
-
-
 def lanes_by_type(functions) -> list[dict]:
     """The bundle's functions grouped by element type (a kind once, in the bundle's order)."""
     out: dict[str, dict] = {}
@@ -105,22 +60,3 @@ def lanes_by_type(functions) -> list[dict]:
             if f.kind not in e["kinds"]:
                 e["kinds"].append(f.kind)
     return list(out.values())
-
-
-@lru_cache(maxsize=None)
-def _standard_sets() -> tuple[tuple[str, int, int], ...]:
-    """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
-    from the files' keys (validating them would choose each set's multiplication by the
-    cost model: seconds)."""
-    out = []
-    for entry in sorted((files("kerngen") / "params").iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".toml"):
-            table = tomllib.loads(entry.read_text(encoding="utf-8-sig"))
-            if table.get("family") == "ntt" and table.get("order") == "standard":
-                out.append((table.get("name", entry.name.removesuffix(".toml")), table["n"], table["q"]))
-    return tuple(out)
-
-
-def standard_twins(name: str, n: int, q: int) -> list[str]:
-    """The shipped sets with the same n and q in the standard order, besides `name`."""
-    return [other for other, n2, q2 in _standard_sets() if (n2, q2) == (n, q) and other != name]

@@ -7,7 +7,9 @@ each ABI and `files` is what `render.render` returned for them (the .asm
 files, NAME.h and, when already rendered, manifest.json). Nothing here depends on manifest.json, so the
 renderer may call it before writing the manifest (and hash these files too)
 or after. Templates (templates/vendor/) own the text; this module computes
-their context from the same function data the header is rendered from.
+their context from the same function data the header is rendered from, and
+adds the variables the bundle's family gives for its own sections
+(`Family.vendoring`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import jinja2
 
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
+from ..core.manifest import MANIFEST, Manifest
 from .dispatch import dispatch
-from .examples import Lane, lanes_by_type, length_macro, ntt_example, standard_twins
+from .examples import Lane, lanes_by_type, length_macro
 from ..machine.target import PLATFORMS
 
 
@@ -176,84 +179,6 @@ def _header_constant(item: CDefine | CTable) -> dict:
     return {"c": f"static const {item.ctype} {item.name}{dims}", "comment": item.comment}
 
 
-def _named(header: tuple[CDefine | CTable, ...], suffix: str) -> str | None:
-    found = [item.name for item in header if item.name.lower().endswith(suffix.lower())]
-    return found[0] if len(found) == 1 else None
-
-
-def _ntt_context(bundle: Bundle, variants: list[dict]) -> dict | None:
-    """The NTT domain, for the README: the header's names for it, and the bounds
-    that chain the preferred ISA's kernels."""
-    first = {f.kind: f for f in reversed(variants[0]["functions"])}
-    if not {"ntt_forward", "basemul", "ntt_inverse"} <= first.keys():
-        return None
-    names = {key: _named(bundle.header, suffix) for key, suffix in (
-        ("n", "_N"), ("q", "_Q"), ("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("basemul_scale", "_BASEMUL_SCALE"),
-        ("inverse_scale", "_INVERSE_SCALE"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))}
-    if None in names.values():
-        return None
-    permutation = {key: _named(bundle.header, suffix) for key, suffix in (
-        ("to_standard", "_ntt_to_standard"), ("from_standard", "_ntt_from_standard"))}
-    fwd, mul, inv = (first[k].manifest() for k in ("ntt_forward", "basemul", "ntt_inverse"))
-    layouts = [f.manifest()["output"]["layout"] for v in variants for f in v["functions"] if f.kind == "ntt_forward"]
-    layout = fwd["output"]["layout"]
-    (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
-    sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
-    n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
-    return {
-        **names,
-        "permutation": permutation if None not in permutation.values() else None,
-        "twins": standard_twins(bundle.name, n, q),
-        "example": ntt_example(fwd, first.get("mulmod_shoup"), q),
-        "n_value": n,
-        "q_value": q,
-        "d_value": layout["d"],
-        "blocks_value": len(layout["blocks"]),
-        "first_block": layout["blocks"][0],
-        "one_layout": all(x == layout for x in layouts),
-        "forward": first["ntt_forward"].symbol,
-        "basemul": first["basemul"].symbol,
-        "inverse": first["ntt_inverse"].symbol,
-        "freeze": first["freeze"].symbol if "freeze" in first else None,
-        "align": max(a.preferred_align or a.align for a in first["ntt_forward"].kernel.args),
-        "reducers": [{"symbol": f.symbol, "bound": f.manifest()["output"]["bound"]}
-                     for f in variants[0]["functions"] if f.kind == "reduce"],
-        "accumulators": [{"symbol": f.symbol, "k": f.fact("k"), "bound": f.manifest()["output"]["bound"]}
-                         for f in variants[0]["functions"] if f.kind == "basemul_acc"],
-        "order": layout.get("order", "fastest"),
-        "forward_in": fwd["input"]["bound"],
-        "forward_out": fwd["output"]["bound"],
-        "basemul_out": mul["output"]["bound"],
-        "basemul_scale_value": mul["output"]["scale"],
-        "inverse_in": inv["input"]["bound"],
-        "inverse_out": inv["output"]["bound"],
-        "inverse_scale_value": inv["output"]["scale"],
-        "sums": max(sums, 1),
-        "scales_cancel": mul["output"]["scale"] * inv["output"]["scale"] % bundle.params_manifest["q"] == 1,
-        "cpu": sorted({c for k in ("ntt_forward", "basemul", "ntt_inverse", "freeze") if k in first
-                       for c in first[k].cpu}),
-    }
-
-
-def _gf2m_context(bundle: Bundle, variants: list[dict]) -> dict | None:
-    mul = next((f for f in variants[0]["functions"] if f.kind == "gf2m_mul"), None)
-    if mul is None:
-        return None
-    m, poly = bundle.params_manifest["m"], bundle.params_manifest["poly"]
-    limbs = mul.manifest()["input"]["limbs"]
-    terms = ["1" if e == 0 else "x" if e == 1 else f"x^{e}" for e in poly]
-    return {
-        "m": m,
-        "poly": poly,
-        "poly_text": " + ".join(terms),
-        "rest_text": " + ".join(terms[1:]),  # f - x^m
-        "limbs": limbs,
-        "top_bits": m - 64 * (limbs - 1),
-        "mul": mul.symbol,
-        "cpu": list(mul.cpu),
-    }
-
-
 def _dispatch(variants: list[dict], kind: str) -> list[dict]:
     """For each ISA's function of `kind`, in order of preference: its symbol and
     the tests (GCC / Clang, Rust) of the CPU features it needs."""
@@ -322,8 +247,8 @@ def _objects(bundles: tuple[Bundle, ...], files: Mapping[str, str]) -> list[dict
 
 def _command(bundle: Bundle, files: Mapping[str, str], header: str) -> str:
     """The command the bundle's own banners name."""
-    if "manifest.json" in files:
-        return json.loads(files["manifest.json"])["command"]
+    if MANIFEST in files:
+        return Manifest.parse(json.loads(files[MANIFEST]), MANIFEST).command
     m = re.search(r"Regenerate with: (.*)$", files[header], re.MULTILINE)
     return m.group(1).strip() if m else f"kerngen emit {bundle.name}"
 
@@ -341,7 +266,7 @@ def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], comman
     common = [n for n in functions[0]["notes"] if all(n in f["notes"] for f in functions)]
     for f in functions:
         f["own_notes"] = [n for n in f["notes"] if n not in common]
-    return {
+    generic = {
         "version": __version__,
         "license": LICENSE,
         "command": command or _command(bundle, files, header),
@@ -367,11 +292,14 @@ def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], comman
         "aligns": _alignments(functions),
         "constants": [_header_constant(item) for item in bundle.header],
         "rust_constants": [_rust_constant(item) for item in bundle.header],
-        "ntt": _ntt_context(bundle, variants),
-        "gf2m": _gf2m_context(bundle, variants),
         "unit": _unit(bundle, files),
         "lanes": lanes_by_type(bundle.functions),
     }
+    own = bundle.family.vendoring(bundle) if bundle.family is not None else {}
+    if own.keys() & generic.keys():
+        raise ValueError(f"the family's vendoring variables {sorted(own.keys() & generic.keys())} would replace "
+                         "the generic ones")
+    return generic | own
 
 
 # file in the bundle -> its template

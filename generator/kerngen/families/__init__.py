@@ -8,13 +8,14 @@ from typing import Any
 
 from ..core.bundle import Bundle
 from ..core.family import Family, for_abi, native
-from ..core.params import Overrides, check_overrides, common, read_table
+from ..core.params import Option, Overrides, check_overrides, common, read_table
 from .gf2m import GF2M
 from .ntt import NTT
 
-__all__ = ["FAMILIES", "build_all", "family_of", "for_abi", "from_mapping", "load", "native"]
+__all__ = ["FAMILIES", "OPTIONS", "build_all", "family_of", "for_abi", "from_mapping", "load", "native"]
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (NTT, GF2M)}
+OPTIONS: tuple[Option, ...] = tuple(o for f in FAMILIES.values() for o in f.options)  # the command line's, in order
 
 
 def family_of(params: Any) -> Family:
@@ -24,7 +25,7 @@ def family_of(params: Any) -> Family:
 def from_mapping(table: dict, source: str, overrides: Overrides = Overrides()) -> Any:
     """Validate a parsed parameter table with its family's schema."""
     c = common(table, source, tuple(FAMILIES), overrides)
-    check_overrides(source, overrides, c.family, {f.name: f.keys for f in FAMILIES.values()})
+    check_overrides(source, overrides, c.family, {f.name: f.options for f in FAMILIES.values()})
     return FAMILIES[c.family].parse(table, c, overrides)
 
 

@@ -3,25 +3,31 @@ with PCLMULQDQ products and reductions specialised to the field polynomial."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...core.family import Family
-from . import build, checks, ladder, params
+from . import build, checks, ladder, params, vendoring
 
 
 class Gf2mFamily(Family):
     name = "gf2m"
     keys = params.KEYS
+    kinds = params.KINDS
 
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)
 
     def build(self, p):
-        return build.build(p)
+        return dataclasses.replace(build.build(p), family=self)
+
+    def vendoring(self, bundle):
+        return vendoring.context(bundle)
 
     def checks(self, manifest, seed):
-        return checks.checks(manifest, seed)
+        return checks.checks(manifest.json, seed)
 
     def chained_checks(self, manifest, calls, seed):
-        return checks.basis_proofs(manifest, calls)
+        return checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, workdir)

@@ -13,6 +13,9 @@ from .gf2x import is_irreducible, poly_text
 ISAS = (AVX2.name, SSE.name)
 LIMB_BITS = 64
 KEYS = COMMON_KEYS | {"m", "poly"}
+# the kinds of the family's functions (each a manifest entry's `kind`)
+KINDS = frozenset({"gf2m_mul", "gf2m_sqr", "gf2m_mul_lazy", "gf2m_sqr_lazy", "gf2m_freeze", "gf2m_reduce",
+                   "gf2m_mulwide", "gf2m_muladd", "gf2m_msqr", "gf2m_ladder_step", "gf2m_inv"})
 
 
 @dataclass(frozen=True)

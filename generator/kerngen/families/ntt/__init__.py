@@ -3,16 +3,20 @@ and reductions, on vector lanes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...errors import ParamError
-from ...core.family import Family
+from ...core.family import Constants, Family
 from ...passes.lemmas import LemmaError
-from . import build, checks, explore, params
+from . import build, checks, explore, params, tables, vendoring
 from .reducers import barrett_reducer
 
 
 class NttFamily(Family):
     name = "ntt"
     keys = params.KEYS
+    kinds = params.KINDS
+    options = params.OPTIONS
 
     def parse(self, table, common, overrides):
         """The schema, then the bound analysis and the lemmas the kernels rest
@@ -33,19 +37,23 @@ class NttFamily(Family):
         return p
 
     def build(self, p):
-        return build.build(p)
+        return dataclasses.replace(build.build(p), family=self)
+
+    def vendoring(self, bundle):
+        return vendoring.context(bundle)
 
     def checks(self, manifest, seed):
-        return checks.checks(manifest, seed)
+        return checks.checks(manifest.json, seed)
 
     def chained_checks(self, manifest, calls, seed):
-        out = checks.round_trips(manifest, calls.run, seed)
-        out.append(("manifest layout", checks.layout_check(manifest)))
-        return out + checks.basis_proofs(manifest, calls)
+        out = checks.round_trips(manifest.json, calls.run, seed)
+        out.append(("manifest layout", checks.layout_check(manifest.json)))
+        return out + checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, library, workdir)
 
+    constants = Constants(tables.kernel_tables, tables.broadcast_table, tables.header_lines)
     explorer = explore.EXPLORER
 
 

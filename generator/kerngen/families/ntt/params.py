@@ -8,7 +8,7 @@ import sympy
 
 from ...core.contract import Bound
 from ...errors import ParamError, toml_value
-from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
+from ...core.params import COMMON_KEYS, Common, Option, Overrides, check_keys, choose_isas, option_value, require
 from ...machine.isa import AVX2, SCALAR, SSE
 from ...machine.target import Target
 from .maths import max_layers
@@ -35,6 +35,19 @@ ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
 # (or a number B: |value| <= B, the room a scheme needs for its next addition; see `_output_bound`)
 OUTPUT_KERNELS = ("forward", "basemul", "inverse")  # the kernels `output` chooses for (basemul: also basemul_acc)
+POLICY = Option("policy", "reduction", POLICIES, "index",
+                "reduction policy for NTT kernels (default: the file's, else index)")
+REDUCER = Option("reducer", "reducer", REDUCERS, "auto",
+                 "reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse signed-binary "
+                 "shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
+ORDER = Option("order", "order", ORDERS, ORDERS[0],
+               "order of the NTT domain: fastest (default; whatever the kernels leave, in the manifest's layout), "
+               "standard (the in-place order FIPS 203 and FIPS 204 specify: block j, mod x^d - psi^(2 brv(j)+1), at "
+               "positions d*j..d*j+d-1) or natural (blocks in the order of psi^(2j+1))")
+OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
+# the kinds of the family's functions (each a manifest entry's `kind`)
+KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
+                   "muladd_shoup"})
 
 
 @dataclass(frozen=True)
@@ -138,13 +151,9 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                             f"2^layers must divide n; got {layers}")
     else:
         layers = top
-    pol = overrides.policy if overrides.policy is not None else table.get("reduction", "index")
-    if pol not in POLICIES:
-        raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {toml_value(pol)}")
-    red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
-    if red not in REDUCERS:
-        raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {toml_value(red)}")
-    given = " from --reducer" if overrides.reducer is not None else ""
+    pol = option_value(src, table, overrides, POLICY)
+    red = option_value(src, table, overrides, REDUCER)
+    given = f" from --{REDUCER.name}" if overrides.option(REDUCER.name) is not None else ""
     if mul == "shoup" and red != "auto":
         raise ParamError(src, "reducer", f"{toml_value(red)}{given} reduces signed lanes; with mul = \"shoup\" the lanes are "
                                          "unsigned and the reductions Harvey's: leave reducer at auto")
@@ -152,10 +161,7 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "reducer", f"{toml_value(red)}{given} reduces the signed lanes of Montgomery's multiplication; "
                                          f"{width}-bit lanes are unsigned, multiplied by Shoup's with Harvey's "
                                          "reductions: leave reducer at auto")
-    order = overrides.order if overrides.order is not None else table.get("order", ORDERS[0])
-    if order not in ORDERS:
-        raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {toml_value(order)}"
-                                       + (" from --order" if overrides.order is not None else ""))
+    order = option_value(src, table, overrides, ORDER)
     acc = table.get("basemul_acc", [])
     if isinstance(acc, int) and not isinstance(acc, bool):
         acc = [acc]

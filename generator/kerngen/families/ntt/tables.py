@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...core.manifest import Manifest
 from ...ir.instr import Builder, Table
 from ...emission.render import c_lines
 from .build import block_layout, design, header_constants, montgomery_basemul
@@ -29,12 +30,12 @@ from .shoup import ShoupReduction
 _BROADCAST = re.compile(rf"^({'|'.join(CONST_PREFIX.values())})_(m?)(\d+)$")
 
 
-def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
+def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
     """Every twiddle and zeta table the kernels of `p` read, by label, built
     as `build` builds them: each NTT with the reduction schedule for the input
     bound its manifest entry requires, each base multiplication with the
     variant its manifest entry names (the finishing reduction adds no table)."""
-    fns = {f["symbol"]: f for f in manifest["functions"]}
+    fns = {f.symbol: f for f in manifest.functions}
     out: dict[str, Table] = {}
     for t in p.targets:
         isa, ar = t.isa.name, design(p, t)
@@ -45,7 +46,7 @@ def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
             if fn is None:  # a kernel this CPU cannot run is left out of the test
                 continue
             b = kernel_builder(ar.layout)
-            build_ntt(b, ar, schedule(ar, p.policy, direction, fn["input"]["bound"][1]),
+            build_ntt(b, ar, schedule(ar, p.policy, direction, fn.input.bound[1]),
                       f"{p.prefix}_ntt_{direction}_twiddles_{isa}")
             built.append(b)
         forward = fns.get(symbol % "ntt_forward")
@@ -58,8 +59,8 @@ def kernel_tables(p: NttParams, manifest: dict) -> dict[str, Table]:
                 continue
             b = kernel_builder(ar.layout)
             build_basemul(b, bm_ar, barrett or ShoupReduction(p.q, p.width, t.isa), f"{p.prefix}_{kind}_zetas_{isa}",
-                          max(map(abs, forward["output"]["bound"])), None, k, fn.get("karatsuba", False),
-                          fn.get("summed_factors", False), fn["interleaved_units"],
+                          max(map(abs, forward.output.bound)), None, k, fn.fact("karatsuba", False),
+                          fn.fact("summed_factors", False), fn.facts["interleaved_units"], 
                           qinv_in_register=t.isa.encoding.unaligned_memory)
             built.append(b)
         for b in built:
@@ -95,10 +96,10 @@ class _Scale:
         return {"scale": self.scale}
 
 
-def header_lines(p: NttParams, manifest: dict) -> list[list[str]]:
+def header_lines(p: NttParams, manifest: Manifest) -> list[list[str]]:
     """The header's NTT-domain macros and tables (N, Q, D, the blocks, the
     scales, zetas and positions) as C lines, the layout from the parameters."""
     ar = design(p)
     layout = block_layout(ar.math, ar.layout.output_order, p.order)
-    scales = [_Scale(f["kind"], f["output"]["scale"]) for f in manifest["functions"]]
+    scales = [_Scale(f.kind, f.output.scale) for f in manifest.functions]
     return [c_lines(item) for item in header_constants(p, layout, scales)]

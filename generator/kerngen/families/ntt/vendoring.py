@@ -1,0 +1,137 @@
+"""What the vendoring files say of an NTT bundle: the README's section on
+the NTT domain (the header's names for it, the bounds that chain the
+preferred ISA's kernels, the shipped sets in the standard order that a
+bundle in another order can be replaced with) and the examples' lanes and
+inputs.
+
+The examples compute values a test recomputes independently (tests/
+test_examples.py): c[0], c[1], c[n-1] of c = a*b mod (x^n + 1, q) for
+a[i] = i mod q and b[i] = (7i + 1) mod q (negated on signed lanes, which
+take negative inputs), then, where they show a Shoup product, c[i]*w[i] mod
+q for w[i] = (5i + 3) mod q at the same indices.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+from ...core.bundle import Bundle, CDefine, CTable, Function
+from ...emission.examples import Lane
+
+_CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
+
+
+def _named(header: tuple[CDefine | CTable, ...], suffix: str) -> str | None:
+    found = [item.name for item in header if item.name.lower().endswith(suffix.lower())]
+    return found[0] if len(found) == 1 else None
+
+
+def context(bundle: Bundle) -> dict[str, Any]:
+    """The README's and the examples' `ntt` variable: the NTT domain, the
+    header's names for it, and the bounds that chain the preferred ISA's
+    kernels; nothing for a bundle without the three kernels of a product."""
+    preferred = bundle.preferred
+    first = {f.kind: f for f in reversed(preferred)}
+    if not set(_CHAIN) <= first.keys():
+        return {}
+    names = {key: _named(bundle.header, suffix) for key, suffix in (
+        ("n", "_N"), ("q", "_Q"), ("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("basemul_scale", "_BASEMUL_SCALE"),
+        ("inverse_scale", "_INVERSE_SCALE"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))}
+    if None in names.values():
+        return {}
+    permutation = {key: _named(bundle.header, suffix) for key, suffix in (
+        ("to_standard", "_ntt_to_standard"), ("from_standard", "_ntt_from_standard"))}
+    fwd, mul, inv = (first[k].manifest() for k in _CHAIN)
+    layouts = [f.manifest()["output"]["layout"] for f in bundle.functions if f.kind == "ntt_forward"]
+    layout = fwd["output"]["layout"]
+    (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
+    sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
+    n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
+    return {"ntt": {
+        **names,
+        "permutation": permutation if None not in permutation.values() else None,
+        "twins": standard_twins(bundle.name, n, q),
+        "example": example(fwd, first.get("mulmod_shoup"), q),
+        "n_value": n,
+        "q_value": q,
+        "d_value": layout["d"],
+        "blocks_value": len(layout["blocks"]),
+        "first_block": layout["blocks"][0],
+        "one_layout": all(x == layout for x in layouts),
+        "forward": first["ntt_forward"].symbol,
+        "basemul": first["basemul"].symbol,
+        "inverse": first["ntt_inverse"].symbol,
+        "freeze": first["freeze"].symbol if "freeze" in first else None,
+        "align": max(a.preferred_align or a.align for a in first["ntt_forward"].kernel.args),
+        "reducers": [{"symbol": f.symbol, "bound": f.manifest()["output"]["bound"]}
+                     for f in preferred if f.kind == "reduce"],
+        "accumulators": [{"symbol": f.symbol, "k": f.fact("k"), "bound": f.manifest()["output"]["bound"]}
+                         for f in preferred if f.kind == "basemul_acc"],
+        "order": layout.get("order", "fastest"),
+        "forward_in": fwd["input"]["bound"],
+        "forward_out": fwd["output"]["bound"],
+        "basemul_out": mul["output"]["bound"],
+        "basemul_scale_value": mul["output"]["scale"],
+        "inverse_in": inv["input"]["bound"],
+        "inverse_out": inv["output"]["bound"],
+        "inverse_scale_value": inv["output"]["scale"],
+        "sums": max(sums, 1),
+        "scales_cancel": mul["output"]["scale"] * inv["output"]["scale"] % q == 1,
+        "cpu": sorted({c for k in (*_CHAIN, "freeze") if k in first for c in first[k].cpu}),
+    }}
+
+
+def contract_text(bound: list[int], q: int) -> str:
+    """An input range in words, with what it means for representatives mod q."""
+    lo, hi = bound
+    if (lo, hi) == (-(q - 1), q - 1):
+        return f"[{lo}, {hi}]: any representative within ±(q − 1), canonical [0, q) values included"
+    if (lo, hi) == (0, q - 1):
+        return f"[0, {hi}]: the canonical representatives [0, q) only (unsigned lanes take no negative values)"
+    if lo <= 0 and hi >= q - 1:
+        return f"[{lo}, {hi}] (canonical [0, q) values included)"
+    return f"[{lo}, {hi}]"
+
+
+def example(forward: dict, shoup: Function | None, q: int) -> dict:
+    """The NTT example's lanes and inputs. `forward`: the forward NTT's
+    manifest entry; `shoup`: the preferred ISA's mulmod_shoup function, or
+    None; it is shown where its lanes are not the NTT's (so that every lane
+    type of the bundle appears)."""
+    lane = Lane.of(forward["dtype"] + "_t")
+    lo = forward["input"]["bound"][0]
+    shown = None
+    if shoup is not None:
+        shoup_lane = Lane.of(shoup.kernel.args[0].ctype)
+        if shoup_lane != lane:
+            shown = {"symbol": shoup.symbol, "lane": shoup_lane.context(),
+                     "contract": f"a[i] any {shoup_lane.ctype}, w[i] in [0, q), "
+                                 f"wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
+    return {
+        "lane": lane.context(),
+        "negative_b": lane.signed and lo <= -(q - 1),  # signed lanes: show that negative inputs are fine
+        "contract": contract_text(forward["input"]["bound"], q),
+        "shoup": shown,
+    }
+
+
+@lru_cache(maxsize=None)
+def _standard_sets() -> tuple[tuple[str, int, int], ...]:
+    """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
+    from the files' keys (validating them would choose each set's multiplication by the
+    cost model: seconds)."""
+    out = []
+    for entry in sorted((files("kerngen") / "params").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            table = tomllib.loads(entry.read_text(encoding="utf-8-sig"))
+            if table.get("family") == "ntt" and table.get("order") == "standard":
+                out.append((table.get("name", entry.name.removesuffix(".toml")), table["n"], table["q"]))
+    return tuple(out)
+
+
+def standard_twins(name: str, n: int, q: int) -> list[str]:
+    """The shipped sets with the same n and q in the standard order, besides `name`."""
+    return [other for other, n2, q2 in _standard_sets() if (n2, q2) == (n, q) and other != name]
