@@ -60,7 +60,7 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
             b = kernel_builder(ar.layout)
             build_basemul(b, bm_ar, barrett or ShoupReduction(p.q, p.width, t.isa), f"{p.prefix}_{kind}_zetas_{isa}",
                           max(map(abs, forward.output.bound)), None, k, fn.fact("karatsuba", False),
-                          fn.fact("summed_factors", False), fn.facts["interleaved_units"], 
+                          fn.fact("summed_factors", False), fn.facts["interleaved_units"],
                           qinv_in_register=t.isa.encoding.unaligned_memory)
             built.append(b)
         for b in built:
