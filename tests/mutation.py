@@ -30,7 +30,7 @@ import numpy as np
 from kerngen.commands.test import test_bundle
 from kerngen.errors import KerngenError
 from kerngen.families.ntt import build as ntt_build
-from kerngen.harness import driver
+from kerngen.harness import protocol, toolchain
 from kerngen.ir.instr import Imm, Instr, Mem, TableBase
 from kerngen.machine.ops import spec
 from kerngen.emission.files import write
@@ -203,8 +203,8 @@ def oracle(original: Path, mutant: Path, bundle, symbol: str, work: Path, seed: 
                            np.full((1, count), hi), np.full((1, count), lo),
                            np.tile([hi, lo], (1, count // 2 + 1))[:, :count]])
     inputs = {i: np.roll(rows, k, axis=0) for k, i in enumerate(ins)}
-    libs = [driver.assemble_shared(d / f"{base['params']['name']}.asm", work) for d in (original, mutant)]
-    out = [driver.run_batch(lib, symbol, fn["args"], fn["dtype"], inputs, work) for lib in libs]
+    libs = [toolchain.assemble_shared(d / f"{base['params']['name']}.asm", work) for d in (original, mutant)]
+    out = [protocol.run_batch(lib, symbol, fn["args"], fn["dtype"], inputs, work) for lib in libs]
     for k in out[0]:
         a, b = out[0][k], out[1][k]
         if np.any((a - b) % q):
@@ -315,8 +315,8 @@ def escaping_mutants(bundle: Path, symbol: str, candidates, work: Path, seed: in
         candidate = work / f"candidate-{symbol}-{k}"
         candidate.mkdir(parents=True, exist_ok=True)
         (candidate / f"{name}.asm").write_text(text)
-        lib = driver.assemble_shared(candidate / f"{name}.asm", work)
-        got = driver.run_batch(lib, symbol, fn["args"], fn["dtype"], {0: eye}, work, seed=seed)[0]
+        lib = toolchain.assemble_shared(candidate / f"{name}.asm", work)
+        got = protocol.run_batch(lib, symbol, fn["args"], fn["dtype"], {0: eye}, work, seed=seed)[0]
         if len(_mismatches(got, images, fn["output"]["scale"], q)):
             continue
         if oracle(bundle, candidate, None, symbol, work, seed):

@@ -20,7 +20,7 @@ from kerngen.families.ntt.kernels import build_reduce, kernel_builder
 from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers
 from kerngen.families.gf2m.build import build as gf2m_build
-from kerngen.harness import driver
+from kerngen.harness import protocol, toolchain
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.machine.ops import OPS, by_width, has, spec
@@ -163,9 +163,9 @@ def test_a_legalised_reduction_is_verified_and_right(tmp_path):
     fn = Function(c.kernel, "reduce", c.contract, "Barrett on SSE", (("n", 64), ("q", q)))
     write(render(Bundle("sse-reduce", None, SSE_16, "test", {"name": "sse-reduce", "family": "ntt"}, (fn,)), "test"),
           tmp_path / "b")
-    lib = driver.assemble_shared(tmp_path / "b" / "sse-reduce.asm", tmp_path)
+    lib = toolchain.assemble_shared(tmp_path / "b" / "sse-reduce.asm", tmp_path)
     x = tuple(range(-32768, 32768, 1024))
-    [r] = driver.run_runner(lib, [driver.Case("sse", "kg_sse_reduce", (driver.Arg("inout", 2, 64, 16, x),))],
+    [r] = protocol.run_runner(lib, [protocol.Case("sse", "kg_sse_reduce", (protocol.Arg("inout", 2, 64, 16, x),))],
                             workdir=tmp_path)
     assert r.ok
     assert all((y - v) % q == 0 and abs(y) <= 1664 for y, v in zip(r.outputs[0], x))

@@ -27,7 +27,8 @@ from ..core.manifest import objects, read_bundle
 from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
 from ..families.ntt import tables as ntt_tables
-from ..harness import driver, macho, wine
+from ..harness import macho, protocol, toolchain, wine
+from ..harness.cpu import cpu_flags
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
 from ..emission.render import render
@@ -47,7 +48,7 @@ def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
     """Build, render and assemble one parameter set for this machine (System V,
     ELF, whichever ABIs it names); returns (bundle, shared object)."""
     bundle = family_of(p).build(native(p))
-    return bundle, driver.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
+    return bundle, toolchain.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
 
 
 def test_params(p: Any, seed: int, say: Say) -> Outcome:
@@ -167,13 +168,13 @@ def _test_native(asm: Path, obj: dict, manifest: dict, family: Family, work: Pat
                  tally: _Tally) -> None:
     """The System V object, assembled and run here: every check, then the
     multi-call checks and basis-vector proofs."""
-    lib = driver.assemble_shared(asm, work)
+    lib = toolchain.assemble_shared(asm, work)
 
     def run(cases):
-        return driver.run_runner(lib, cases, workdir=work, seed=seed)
+        return protocol.run_runner(lib, cases, workdir=work, seed=seed)
 
     def batch(fn, inputs):
-        return driver.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
+        return protocol.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
 
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest['functions'])} functions ({asm.name})")
@@ -222,7 +223,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     directory, manifest = read_bundle(path)
     name = manifest["params"]["name"]
     family = FAMILIES[manifest["params"]["family"]]
-    host = driver.cpu_flags()
+    host = cpu_flags()
     runnable = [f for f in manifest["functions"] if set(f.get("cpu", ())) <= host]
     for f in manifest["functions"]:
         if f not in runnable:
@@ -246,7 +247,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
             for obj in objects(manifest):
                 try:
                     _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
-                except driver.KernelFault as e:  # a failed check, counted; the other objects are still tested
+                except protocol.KernelFault as e:  # a failed check, counted; the other objects are still tested
                     tally.judge(f"{obj['file']} ({obj['abi']})", str(e))
         finally:
             if workdir is None:

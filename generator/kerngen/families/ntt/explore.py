@@ -23,7 +23,8 @@ from typing import Callable
 
 from ...core.bundle import Bundle, Function
 from ...errors import KerngenError, ParamError
-from ...harness.driver import Arg, Case, bundle_library, run_bench
+from ...harness.protocol import Arg, Case, run_bench
+from ...harness.toolchain import bundle_library
 from ...emission.figures import mca_throughput, static_figures
 from .build import build, design, schedules
 from .schedule import DIRECTIONS
