@@ -29,6 +29,7 @@ import numpy as np
 
 from kerngen.commands.test import test_bundle
 from kerngen.errors import KerngenError
+from kerngen.core.compile_cache import CompileCache
 from kerngen.families.ntt import build as ntt_build
 from kerngen.harness import protocol, toolchain
 from kerngen.ir.instr import Imm, Instr, Mem, TableBase
@@ -149,12 +150,12 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
     raise ValueError(operator)
 
 
-def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -> Outcome:
+def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original, cache: CompileCache) -> Outcome:
     """Build `p` with one mutation in the kernel `symbol` — every ISA of `p`,
     so that a mutant of a second ISA is judged beside its first, as a user's
     bundle is (the mutant's tables take labels of their own: `_own`) — and
-    judge the result. The kernels left alone come from the pipeline's recent
-    compilations."""
+    judge the result. The kernels left alone come from `cache` (the original's
+    compilations)."""
     said: list[str] = []
     compile_ = ntt_build._compile
 
@@ -166,7 +167,7 @@ def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -
 
     ntt_build._compile = mutated
     try:
-        bundle = ntt_build.build(p)
+        bundle = ntt_build.build(p, cache)
     except KerngenError as e:
         return Outcome(said[0] if said else operator, "rejected" if said and said[0] else "inapplicable", str(e)[:120])
     finally:

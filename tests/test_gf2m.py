@@ -55,9 +55,9 @@ def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
 
 @needs_tools
 @pytest.mark.parametrize("path", [on_the_set_worker(p) for p in SHIPPED])
-def test_shipped_field_passes_all_checks(path, work):
+def test_shipped_field_passes_all_checks(path, work, compile_cache):
     p = load(path)
-    bundle = gf2m_build(p)
+    bundle = gf2m_build(p, cache=compile_cache)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
                      "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step", "gf2m_mul_lazy", "gf2m_sqr_lazy",

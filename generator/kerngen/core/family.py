@@ -18,6 +18,7 @@ from typing import Any
 
 from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
+from .compile_cache import CompileCache
 from .params import Common, Overrides
 
 Runner = Callable[[list], list]  # harness cases -> harness results
@@ -42,8 +43,8 @@ class Family:
         """Validated, typed parameters (carrying their `Target`)."""
         raise NotImplementedError
 
-    def build(self, params: Any) -> Bundle:
-        """Every kernel, compiled and verified, with its contract."""
+    def build(self, params: Any, cache: CompileCache | None = None) -> Bundle:
+        """Every kernel, compiled and verified (through `cache`, a fresh one if none is given), with its contract."""
         raise NotImplementedError
 
     def checks(self, manifest: dict, seed: int) -> list[Check]:

@@ -10,6 +10,9 @@ test_examples.py): the NTT example prints c[0], c[1], c[n-1] of c = a*b mod
 (x^n + 1, q) for a[i] = i mod q and b[i] = (7i + 1) mod q (negated on
 signed lanes, which take negative inputs), then, where it shows a Shoup
 product, c[i]*w[i] mod q for w[i] = (5i + 3) mod q at the same indices.
+
+The shipped sets are read once per process (`_standard_sets`, a registered
+memo of no arguments: `core.compile_cache.memo`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib.resources import files
+
+from ..core.compile_cache import memo
 
 
 def length_macro(fn, arg_name: str) -> str:
@@ -107,7 +111,7 @@ def lanes_by_type(functions) -> list[dict]:
     return list(out.values())
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=1)
 def _standard_sets() -> tuple[tuple[str, int, int], ...]:
     """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
     from the files' keys (validating them would choose each set's multiplication by the

@@ -14,8 +14,8 @@ class Gf2mFamily(Family):
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)
 
-    def build(self, p):
-        return build.build(p)
+    def build(self, p, cache=None):
+        return build.build(p, cache=cache)
 
     def checks(self, manifest, seed):
         return checks.checks(manifest, seed)

@@ -7,6 +7,7 @@ from ...errors import ParamError
 from ...core.family import Family
 from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params
+from .design import design, prove_lemmas
 from .reducers import barrett_reducer
 
 
@@ -25,15 +26,15 @@ class NttFamily(Family):
                 raise error
         try:
             for t in p.targets:
-                build.prove_lemmas(p, build.design(p, t))
+                prove_lemmas(p, design(p, t))
         except LemmaError as e:
             raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions of "
                                             "this q within its time limit (q just above 2^20 are the slowest); "
                                             "choose another q") from None
         return p
 
-    def build(self, p):
-        return build.build(p)
+    def build(self, p, cache=None):
+        return build.build(p, cache)
 
     def checks(self, manifest, seed):
         return checks.checks(manifest, seed)
