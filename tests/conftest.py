@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from kerngen.core.compile_cache import CompileCache
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -11,9 +13,16 @@ def on_the_set_worker(path: Path, *values, id: str | None = None):
     """A parametrize case building the shipped set `path` with its own settings
     (any platform sharing System V's convention), run on the same worker as the
     suite's other such builds of that set (`make test` distributes by these
-    groups): there the kernels are compiled once and taken from the pipeline's
-    recent compilations after (`pipeline.RECENT_KERNELS`)."""
+    groups): there the kernels are compiled once and taken from the worker's
+    `compile_cache` after."""
     return pytest.param(path, *values, marks=pytest.mark.xdist_group(path.stem), id=id or path.stem)
+
+
+@pytest.fixture(scope="session")
+def compile_cache() -> CompileCache:
+    """The kernels this worker compiled, for the builds of a shipped set that
+    several tests make (`on_the_set_worker`)."""
+    return CompileCache()
 
 
 def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kerngen.harness import driver
-from kerngen.harness.driver import cpu_flags
+from kerngen.harness import toolchain
+from kerngen.harness.cpu import cpu_flags
 
 NEEDS_TOOLS = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
                                  reason="needs nasm and gcc")
@@ -73,7 +73,7 @@ def load_kernels(bundle: Path, workdir: Path) -> dict[str, Kernels]:
     """The committed bundle at `bundle` assembled into a shared object, by
     ISA, for each of its ISAs this CPU runs (the test skips if none)."""
     manifest = json.loads((bundle / "manifest.json").read_text())
-    so = driver.assemble_shared(bundle / f"{manifest['params']['name']}.asm", workdir)
+    so = toolchain.assemble_shared(bundle / f"{manifest['params']['name']}.asm", workdir)
     lib = ctypes.CDLL(str(so))
     host = cpu_flags()
     isas = [isa for isa in manifest["params"]["isa"]

@@ -29,8 +29,9 @@ import numpy as np
 
 from kerngen.commands.test import test_bundle
 from kerngen.errors import KerngenError
+from kerngen.core.compile_cache import CompileCache
 from kerngen.families.ntt import build as ntt_build
-from kerngen.harness import driver
+from kerngen.harness import protocol, toolchain
 from kerngen.ir.instr import Imm, Instr, Mem, TableBase
 from kerngen.machine.ops import spec
 from kerngen.emission.files import write
@@ -149,12 +150,12 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
     raise ValueError(operator)
 
 
-def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -> Outcome:
+def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original, cache: CompileCache) -> Outcome:
     """Build `p` with one mutation in the kernel `symbol` — every ISA of `p`,
     so that a mutant of a second ISA is judged beside its first, as a user's
     bundle is (the mutant's tables take labels of their own: `_own`) — and
-    judge the result. The kernels left alone come from the pipeline's recent
-    compilations."""
+    judge the result. The kernels left alone come from `cache` (the original's
+    compilations)."""
     said: list[str] = []
     compile_ = ntt_build._compile
 
@@ -166,7 +167,7 @@ def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -
 
     ntt_build._compile = mutated
     try:
-        bundle = ntt_build.build(p)
+        bundle = ntt_build.build(p, cache)
     except KerngenError as e:
         return Outcome(said[0] if said else operator, "rejected" if said and said[0] else "inapplicable", str(e)[:120])
     finally:
@@ -203,8 +204,8 @@ def oracle(original: Path, mutant: Path, bundle, symbol: str, work: Path, seed: 
                            np.full((1, count), hi), np.full((1, count), lo),
                            np.tile([hi, lo], (1, count // 2 + 1))[:, :count]])
     inputs = {i: np.roll(rows, k, axis=0) for k, i in enumerate(ins)}
-    libs = [driver.assemble_shared(d / f"{base['params']['name']}.asm", work) for d in (original, mutant)]
-    out = [driver.run_batch(lib, symbol, fn["args"], fn["dtype"], inputs, work) for lib in libs]
+    libs = [toolchain.assemble_shared(d / f"{base['params']['name']}.asm", work) for d in (original, mutant)]
+    out = [protocol.run_batch(lib, symbol, fn["args"], fn["dtype"], inputs, work) for lib in libs]
     for k in out[0]:
         a, b = out[0][k], out[1][k]
         if np.any((a - b) % q):
@@ -315,8 +316,8 @@ def escaping_mutants(bundle: Path, symbol: str, candidates, work: Path, seed: in
         candidate = work / f"candidate-{symbol}-{k}"
         candidate.mkdir(parents=True, exist_ok=True)
         (candidate / f"{name}.asm").write_text(text)
-        lib = driver.assemble_shared(candidate / f"{name}.asm", work)
-        got = driver.run_batch(lib, symbol, fn["args"], fn["dtype"], {0: eye}, work, seed=seed)[0]
+        lib = toolchain.assemble_shared(candidate / f"{name}.asm", work)
+        got = protocol.run_batch(lib, symbol, fn["args"], fn["dtype"], {0: eye}, work, seed=seed)[0]
         if len(_mismatches(got, images, fn["output"]["scale"], q)):
             continue
         if oracle(bundle, candidate, None, symbol, work, seed):

@@ -174,11 +174,11 @@ def test_a_program_calls_hidden_kernels_it_links(tmp_path):
 
 @needs("nasm", *macho.TOOLS[1:])
 @pytest.mark.parametrize("path, visibility", [on_the_set_worker(p, v, id=f"{v}-{p.stem}") for p, v in MACHO_CASES])
-def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibility):
+def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibility, compile_cache):
     """Underscored symbols of the manifest's visibility in __TEXT,__text, tables in
     __TEXT,__const, nothing else exported or undefined, every relocation RIP-relative."""
     p = load(path, Overrides(abi="macho", visibility=visibility))
-    files = render(build_all(p), "test")
+    files = render(build_all(p, compile_cache), "test")
     manifest = json.loads(files["manifest.json"])
     [obj] = manifest["objects"]
     assert obj == {"file": f"{p.name}_macho.asm", "abi": "macho", "format": "macho64", "visibility": visibility}

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from kerngen.harness.driver import cpu_flags
+from kerngen.harness.cpu import cpu_flags
 
 BUNDLES = Path(os.environ.get("KERNGEN_EXAMPLE_BUNDLES", REPO / "generated"))
 PARAMS = {p.stem: tomllib.loads(p.read_text()) for p in sorted((REPO / "params").glob("*.toml"))}

@@ -18,7 +18,7 @@ from kerngen.families import from_mapping, load
 from kerngen.families.gf2m import checks as gf2m_checks, ladder as gf2m_ladder, reference
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.families.gf2m.gf2x import is_irreducible
-from kerngen.harness import driver
+from kerngen.harness import protocol, toolchain
 from kerngen.emission.files import write
 from kerngen.emission.render import render
 
@@ -55,9 +55,9 @@ def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
 
 @needs_tools
 @pytest.mark.parametrize("path", [on_the_set_worker(p) for p in SHIPPED])
-def test_shipped_field_passes_all_checks(path, work):
+def test_shipped_field_passes_all_checks(path, work, compile_cache):
     p = load(path)
-    bundle = gf2m_build(p)
+    bundle = gf2m_build(p, cache=compile_cache)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
                      "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step", "gf2m_mul_lazy", "gf2m_sqr_lazy",
@@ -241,7 +241,7 @@ def test_openssl_comparisons_agree_with_kernels(work):
     bundle = gf2m_build(p)
     out = work / "bench-233"
     write(render(bundle, "test"), out)
-    lib = driver.assemble_shared(out / "gf2m-233.asm", work)
+    lib = toolchain.assemble_shared(out / "gf2m-233.asm", work)
     try:
         items = gf2m_checks.bench_items(bundle, work)
     except HarnessError as e:
@@ -251,7 +251,7 @@ def test_openssl_comparisons_agree_with_kernels(work):
         cases.append(it.case)
         cmp = next(c for c in it.comparisons if c.label == "openssl")
         cases.append(dataclasses.replace(it.case, case_id="ossl-" + it.case.case_id, symbol=cmp.symbol, lib=1))
-    results = driver.run_runner([lib, items[0].comparisons[0].library], cases, workdir=work)
+    results = protocol.run_runner([lib, items[0].comparisons[0].library], cases, workdir=work)
     for ours, theirs, it in zip(results[::2], results[1::2], items):
         assert ours.ok and theirs.ok
         n = p.limbs
@@ -273,7 +273,7 @@ def test_ladder_matches_openssl(field, work):
     bundle = gf2m_build(p, msqr_steps=())
     out = work / f"ladder-{field}"
     write(render(bundle, "test"), out)
-    lib = driver.assemble_shared(out / f"gf2m-{field}.asm", work)
+    lib = toolchain.assemble_shared(out / f"gf2m-{field}.asm", work)
     curves = gf2m_ladder.curves_for(bundle)
     assert [c.name for c in curves] == (["b233", "k233"] if field == "233" else ["b409"])
     for curve in curves:

@@ -15,8 +15,9 @@ import pytest
 from sympy import Poly, symbols
 
 from kerngen.families.ntt import baseline
-from kerngen.harness import driver as harness
-from kerngen.harness.driver import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
+from kerngen.errors import HarnessError
+from kerngen.harness import cpu, protocol, toolchain
+from kerngen.harness.protocol import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case
 
 ADD16_ASM = """\
 default rel
@@ -65,21 +66,21 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def corrupters(workdir: Path) -> Path:
-    return harness.assemble_shared(harness.HARNESS_DIR / "abi_corrupters.asm", workdir)
+    return toolchain.assemble_shared(toolchain.HARNESS_DIR / "abi_corrupters.asm", workdir)
 
 
 @pytest.fixture(scope="module")
 def add16(workdir: Path) -> Path:
     src = workdir / "add16.asm"
     src.write_text(ADD16_ASM)
-    return harness.assemble_shared(src, workdir)
+    return toolchain.assemble_shared(src, workdir)
 
 
 @pytest.fixture(scope="module")
 def add16_scalar(workdir: Path) -> Path:
     src = workdir / "add16_scalar.asm"
     src.write_text(ADD16_SCALAR_ASM)
-    return harness.assemble_shared(src, workdir)
+    return toolchain.assemble_shared(src, workdir)
 
 
 def _ramp(count: int, step: int = 1) -> tuple[int, ...]:
@@ -107,7 +108,7 @@ COPY = ("copy", 16)
 )
 def test_corrupter_is_caught(workdir: Path, corrupters: Path, symbol: str,
                              shape: tuple[str, int], status: str, reason: str) -> None:
-    if reason == "ymm-upper" and not harness.abi_capabilities(workdir).xinuse:
+    if reason == "ymm-upper" and not cpu.abi_capabilities(workdir).xinuse:
         pytest.skip("this CPU does not report XINUSE; vzeroupper cannot be checked")
     kind, count = shape
     data = _ramp(count, 1000)
@@ -115,7 +116,7 @@ def test_corrupter_is_caught(workdir: Path, corrupters: Path, symbol: str,
         args = (Arg("inout", 2, count, 32, data),)
     else:
         args = (Arg("out", 2, count, 32), Arg("in", 2, count, 16, data))
-    [res] = harness.run_runner(corrupters, [Case(symbol, symbol, args)], workdir=workdir)
+    [res] = protocol.run_runner(corrupters, [Case(symbol, symbol, args)], workdir=workdir)
     assert (res.status, res.reason) == (status, reason)
     if kind == "copy" and status == STATUS_OK:
         assert res.outputs == {0: list(data)}
@@ -139,7 +140,7 @@ def test_correct_kernel_passes_and_outputs_read_back(workdir: Path, add16: Path)
              (Arg("inout", 2, 32, 32, a), Arg("in", 2, 32, 32, alias_of=0),
               Arg("in", 2, 32, 32, alias_of=0))),
     ]
-    results = harness.run_runner(add16, cases, workdir=workdir, seed=7)
+    results = protocol.run_runner(add16, cases, workdir=workdir, seed=7)
     assert [r.status for r in results] == [STATUS_OK] * 4, results
     assert results[0].outputs == {0: want}
     assert results[1].outputs == {0: want}
@@ -154,13 +155,13 @@ def test_buffers_are_placed_at_exactly_the_declared_alignment(workdir: Path, add
     cases = [Case("under_aligned", "kg_test_add16",
                   (Arg("out", 2, 32, 16), Arg("in", 2, 32, 32, data), Arg("in", 2, 32, 32, data)))]
     with pytest.raises(HarnessError, match=r"SIGSEGV.*under_aligned|under_aligned.*SIGSEGV"):
-        harness.run_runner(add16, cases, workdir=workdir)
+        protocol.run_runner(add16, cases, workdir=workdir)
 
 
 def test_missing_symbol_is_named(workdir: Path, add16: Path) -> None:
     cases = [Case("nope", "kg_no_such_symbol", (Arg("inout", 2, 4, 2, (1, 2, 3, 4)),))]
     with pytest.raises(HarnessError, match="kg_no_such_symbol"):
-        harness.run_runner(add16, cases, workdir=workdir)
+        protocol.run_runner(add16, cases, workdir=workdir)
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,7 @@ def test_missing_symbol_is_named(workdir: Path, add16: Path) -> None:
     ],
 )
 def test_malformed_vectors_exit_2(workdir: Path, add16: Path, text: str, message: str) -> None:
-    runner = harness.build_runner(workdir)
+    runner = toolchain.build_runner(workdir)
     vec = workdir / "bad_vectors.txt"
     vec.write_text(text)
     proc = subprocess.run([str(runner), str(add16), str(vec), str(workdir / "bad_out.txt")],
@@ -194,7 +195,7 @@ def test_bench_two_libraries_in_one_run(workdir: Path, add16: Path, add16_scalar
     args = (Arg("out", 2, 32, 32), Arg("in", 2, 32, 32, a), Arg("in", 2, 32, 32, b))
     cases = [Case("vector", "kg_test_add16", args, lib=0),
              Case("scalar", "kg_test_add16_scalar", args, lib=1)]
-    results = harness.run_bench([add16, add16_scalar], cases, batches=21, workdir=workdir,
+    results = protocol.run_bench([add16, add16_scalar], cases, batches=21, workdir=workdir,
                                 warmup_ticks=200_000)
     assert [r.case_id for r in results] == ["vector", "scalar"]
     for r in results:
@@ -300,7 +301,7 @@ def _baseline_caller(workdir: Path, n: int, q: int, layers: int,
             args: tuple[Arg, ...] = (Arg("inout", size, n, 32, inputs[0]),)
         else:
             args = (Arg("out", size, n, 32),) + tuple(Arg("in", size, n, 32, d) for d in inputs)
-        [res] = harness.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
+        [res] = protocol.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
         assert res.ok, (res.status, res.reason)
         # the runner prints 8-byte elements unsigned
         return [v - (1 << width) if v >= 1 << (width - 1) else v for v in res.outputs[0]]
@@ -416,20 +417,20 @@ def test_baseline_inverse_takes_its_whole_input_range(workdir: Path, n: int, q: 
 
 
 def test_missing_nasm_says_how_to_install(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_which = harness.shutil.which
-    monkeypatch.setattr(harness.shutil, "which",
+    real_which = toolchain.shutil.which
+    monkeypatch.setattr(toolchain.shutil, "which",
                         lambda name: None if name == "nasm" else real_which(name))
     src = workdir / "never_built.asm"
     src.write_text("section .text\n")
     with pytest.raises(HarnessError, match="apt-get install nasm"):
-        harness.assemble_shared(src, workdir)
+        toolchain.assemble_shared(src, workdir)
 
 
 def test_build_failure_carries_the_assembler_message(workdir: Path) -> None:
     src = workdir / "broken.asm"
     src.write_text("section .text\n    frobnicate eax, 1\n")
     with pytest.raises(HarnessError, match="broken.asm.*error"):
-        harness.assemble_shared(src, workdir)
+        toolchain.assemble_shared(src, workdir)
 
 
 def test_records_reject_inconsistent_arguments() -> None:
@@ -450,7 +451,7 @@ def test_records_reject_inconsistent_arguments() -> None:
 def _with_rbx_clobbered(asm: str, symbol: str) -> str:
     """`symbol`'s body starting with abi_corrupters.asm's kg_bad_rbx (rbx is
     callee-saved in both conventions): the kernel still computes right."""
-    corrupter = (harness.HARNESS_DIR / "abi_corrupters.asm").read_text()
+    corrupter = (toolchain.HARNESS_DIR / "abi_corrupters.asm").read_text()
     body = corrupter[corrupter.index("kg_bad_rbx:\n") + len("kg_bad_rbx:\n"):].split("\n")[0]
     assert body.split() == ["not", "rbx"]
     label = f"\n{symbol}:\n"

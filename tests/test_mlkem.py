@@ -18,7 +18,8 @@ import pytest
 from kerngen.core.contract import ArgContract, Bound, Contract, Values
 from kerngen.errors import VerifyError
 from kerngen.families import load
-from kerngen.families.ntt.build import _arg, design
+from kerngen.families.ntt.contracts import array_arg
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.kernels import build_basemul, kernel_builder
 from kerngen.families.ntt.reducers import reducers
 from kerngen.ir.instr import Imm
@@ -210,9 +211,9 @@ def _pair_kernel(copies: int, in_abs: int):
     build_basemul(b, ar, reducers(Q, 16)["barrett"], "t_zetas", in_abs, None, copies)
 
     def compile_with(builder, claim: int = in_abs):
-        contract = Contract((ArgContract(_arg(p, t, "r", "out"), None, Values(None)),
-                             ArgContract(_arg(p, t, "a", "in", copies), Values(Bound(0, claim))),
-                             ArgContract(_arg(p, t, "b", "in", copies), Values(Bound(0, claim)))), ())
+        contract = Contract((ArgContract(array_arg(p, t, "r", "out"), None, Values(None)),
+                             ArgContract(array_arg(p, t, "a", "in", copies), Values(Bound(0, claim))),
+                             ArgContract(array_arg(p, t, "b", "in", copies), Values(Bound(0, claim)))), ())
         return compile_kernel(builder, "t_pair", contract, t, modulus=Q)
 
     return b, compile_with

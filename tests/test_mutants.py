@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from kerngen.commands.test import test_bundle as run_bundle_test
+from kerngen.core.compile_cache import CompileCache
 from kerngen.families import load
 from kerngen.families.ntt.build import build
 from kerngen.emission.files import write
@@ -31,12 +32,14 @@ def test_no_wrong_mutant_survives(tmp_path):
     judged beside its AVX2 twin)."""
     p = load(REPO / "params/kyber-3329.toml")
     original = tmp_path / "original"
-    write(render(build(p), "original"), original)
+    cache = CompileCache()
+    write(render(build(p, cache), "original"), original)
     outcomes = []
     for kind in ("ntt_forward", "ntt_inverse", "basemul"):
         for operator in OPERATORS:
             for isa, seed in (("avx2", 1), ("avx2", 2), ("sse", 3)):
-                outcomes.append(run_mutant(p, f"kg_kyber3329_{kind}_{isa}", operator, seed, tmp_path, original))
+                outcomes.append(run_mutant(p, f"kg_kyber3329_{kind}_{isa}", operator, seed, tmp_path, original,
+                                           cache))
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] >= 12 and verdicts["caught"] >= 18, verdicts
@@ -49,12 +52,14 @@ def test_no_wrong_mutant_survives_the_pair_base_multiplication(tmp_path):
     products, the pair reduction), on AVX2 and SSE."""
     p = load(REPO / "params/mlkem-3329.toml")
     original = tmp_path / "original"
-    write(render(build(p), "original"), original)
+    cache = CompileCache()
+    write(render(build(p, cache), "original"), original)
     outcomes = []
     for kind in ("basemul", "basemul_acc3"):
         for operator in OPERATORS:
             for isa, seed in (("avx2", 4), ("sse", 5)):
-                outcomes.append(run_mutant(p, f"kg_mlkem3329_{kind}_{isa}", operator, seed, tmp_path, original))
+                outcomes.append(run_mutant(p, f"kg_mlkem3329_{kind}_{isa}", operator, seed, tmp_path, original,
+                                           cache))
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] + verdicts["caught"] >= 10, verdicts
@@ -68,13 +73,14 @@ def test_no_wrong_mutant_survives_32_bit_lanes(tmp_path, mul):
     signed Montgomery and with Shoup's products on unsigned lanes."""
     p = dataclasses.replace(load(REPO / "params/dilithium-8380417.toml"), mul=mul)
     original = tmp_path / "original"
-    write(render(build(p), "original"), original)
+    cache = CompileCache()
+    write(render(build(p, cache), "original"), original)
     outcomes = []
     for kind in ("ntt_forward", "ntt_inverse", "basemul"):
         for operator in OPERATORS:
             for isa, seed in (("avx2", 6), ("sse", 7)):
                 outcomes.append(run_mutant(p, f"kg_dilithium8380417_{kind}_{isa}", operator, seed, tmp_path,
-                                           original))
+                                           original, cache))
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] + verdicts["caught"] >= 20, verdicts

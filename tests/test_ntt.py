@@ -10,7 +10,8 @@ from kerngen.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
 from kerngen.families.ntt import schedule as schedule_module
-from kerngen.families.ntt.build import build, design
+from kerngen.families.ntt.build import build
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.schedule import input_bound
 from kerngen.families.ntt.kernels import build_ntt, kernel_builder
 from kerngen.families.ntt.layout import block_units, plan, unit_pairs
@@ -153,11 +154,11 @@ def test_every_policy_passes_on_shipped_sets(path, policy):
 
 @pytest.mark.parametrize("path, mul", [on_the_set_worker(REPO / "params/newhope-12289.toml", "montgomery"),
                                        on_the_set_worker(REPO / "params/nfl-1073479681.toml", "shoup")])
-def test_verifier_refuses_a_schedule_without_its_reductions(path, mul):
+def test_verifier_refuses_a_schedule_without_its_reductions(path, mul, compile_cache):
     """Both need reductions in their forward NTT (Barrett on signed lanes,
     Harvey's on unsigned ones); drop them and the verifier must say where."""
     p = dataclasses.replace(load(path), mul=mul)
-    bundle = build(p)
+    bundle = build(p, compile_cache)
     ar = bundle.design if mul == "shoup" else dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
     good = schedule(ar, "index", "forward", p.q - 1)
     assert good.count > 0

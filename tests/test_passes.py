@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
-from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 from kerngen.core.bundle import Bundle, Function
+from kerngen.core import compile_cache
+from kerngen.core.compile_cache import CacheStatistics, CompileCache, clear_memos, memo, memo_statistics
 from kerngen.core.contract import ArgContract, Bound, Contract, Values
 from kerngen.errors import CheckError
 from kerngen.families import load
@@ -20,7 +21,7 @@ from kerngen.families.ntt.kernels import build_reduce, kernel_builder
 from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers
 from kerngen.families.gf2m.build import build as gf2m_build
-from kerngen.harness import driver
+from kerngen.harness import protocol, toolchain
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.machine.ops import OPS, by_width, has, spec
@@ -162,9 +163,9 @@ def test_a_legalised_reduction_is_verified_and_right(tmp_path):
     fn = Function(c.kernel, "reduce", c.contract, "Barrett on SSE", (("n", 64), ("q", q)))
     write(render(Bundle("sse-reduce", None, SSE_16, "test", {"name": "sse-reduce", "family": "ntt"}, (fn,)), "test"),
           tmp_path / "b")
-    lib = driver.assemble_shared(tmp_path / "b" / "sse-reduce.asm", tmp_path)
+    lib = toolchain.assemble_shared(tmp_path / "b" / "sse-reduce.asm", tmp_path)
     x = tuple(range(-32768, 32768, 1024))
-    [r] = driver.run_runner(lib, [driver.Case("sse", "kg_sse_reduce", (driver.Arg("inout", 2, 64, 16, x),))],
+    [r] = protocol.run_runner(lib, [protocol.Case("sse", "kg_sse_reduce", (protocol.Arg("inout", 2, 64, 16, x),))],
                             workdir=tmp_path)
     assert r.ok
     assert all((y - v) % q == 0 and abs(y) <= 1664 for y, v in zip(r.outputs[0], x))
@@ -358,9 +359,9 @@ def test_a_commutative_operation_names_its_high_register_where_the_short_prefix_
     assert body_text((Instr("vpaddw", (x2, x2, x9)),), SSE_16) == ["paddw        xmm2, xmm9"]  # legacy keeps its tie
 
 
-def _groups(count: int, table_stride: int, target=AVX2_16):
+def _groups(count: int, table_stride: int, target=AVX2_16, cache: CompileCache | None = None):
     """`count` groups of (load, add a table row, store), each 32 bytes further
-    into argument 0 and `table_stride` bytes further into the table."""
+    into argument 0 and `table_stride` bytes further into the table (compiled through `cache`)."""
     b = Builder(256)
     rows = b.table("rows", 2, [k % 5 for k in range(16 * count)])
     for g in range(count):
@@ -369,13 +370,12 @@ def _groups(count: int, table_stride: int, target=AVX2_16):
         b.emit("store", Mem(ArgBase(0), 32 * g, 32), y)
     arg = ArgSpec("a", "inout", "int16_t", 2, 16 * count, 32)
     contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
-    return compile_kernel(b, "kg_groups", contract, target, modulus=3329)
+    return compile_kernel(b, "kg_groups", contract, target, modulus=3329, cache=cache)
 
 
 def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(monkeypatch):
     monkeypatch.setattr(roll_pass, "ROLL_ABOVE", 0)
     monkeypatch.setattr(roll_pass, "_MIN_SAVED", 4)
-    monkeypatch.setattr(pipeline, "_recent", OrderedDict())  # nothing compiled under the usual thresholds
     c = _groups(16, 32)
     body, straight = list(c.kernel.body), executed(c.kernel)
     assert c.kernel.loops == ((16, 6),)  # load, add, sub, store, and the two pointers moved
@@ -399,19 +399,58 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
 def test_a_kernel_is_compiled_once_for_the_platforms_of_one_convention(monkeypatch):
     """System V on ELF and on Mach-O: the passes run once and the kernel comes
     back on each target; Win64 is compiled again, and so is another builder."""
-    monkeypatch.setattr(pipeline, "_recent", OrderedDict())
-    verified = []
+    verified, cache = [], CompileCache()
 
     def counted(name, run):
         return (lambda u: (verified.append(u.target.platform.name), run(u))) if name == "verify" else run
     monkeypatch.setattr(pipeline, "PASSES", tuple((name, counted(name, run)) for name, run in pipeline.PASSES))
     elf, macho, win64 = (make_target("avx2", 16, platform) for platform in ("sysv", "macho", "win64"))
-    first, again, other = (_groups(8, 32, t) for t in (elf, macho, win64))
+    first, again, other = (_groups(8, 32, t, cache) for t in (elf, macho, win64))
     assert verified == ["sysv", "win64"]
     assert again.kernel.body == first.kernel.body and again.contract == first.contract
     assert (first.kernel.target, again.kernel.target, other.kernel.target) == (elf, macho, win64)
-    _groups(4, 32, macho)
+    _groups(4, 32, macho, cache)
     assert verified == ["sysv", "win64", "macho"]
+    _groups(8, 32, macho)  # no cache: the passes run
+    assert verified == ["sysv", "win64", "macho", "macho"]
+
+
+def test_the_compile_cache_counts_keeps_its_latest_kernels_and_clears():
+    cache = CompileCache(capacity=2)
+    first = _groups(8, 32, AVX2_16, cache)
+    assert (cache.hits, cache.misses, cache.size) == (0, 1, 1)
+    again = _groups(8, 32, AVX2_16, cache)  # the same kernel compiled a second time: a hit
+    assert again.kernel == first.kernel and again.contract == first.contract
+    assert (cache.hits, cache.misses, cache.size) == (1, 1, 1)
+    _groups(4, 32, AVX2_16, cache)
+    _groups(2, 32, AVX2_16, cache)  # a third kernel: the first, least recently used, goes
+    assert (cache.hits, cache.misses, cache.size) == (1, 3, 2)
+    _groups(8, 32, AVX2_16, cache)
+    assert (cache.hits, cache.misses, cache.size) == (1, 4, 2)
+    [own, *memos] = cache.statistics()
+    assert own == CacheStatistics(CompileCache.NAME, 1, 4, 2, 2) and tuple(memos) == memo_statistics()
+    cache.clear()
+    assert (cache.hits, cache.misses, cache.size) == (0, 0, 0)
+    _groups(8, 32, AVX2_16, cache)
+    assert (cache.hits, cache.misses, cache.size) == (0, 1, 1)
+
+
+def test_memos_are_bounded_registered_and_cleared_together(monkeypatch):
+    monkeypatch.setattr(compile_cache, "_MEMOS", {})  # the package's memos are left alone
+    calls = []
+
+    @memo(maxsize=2)
+    def square(x: int) -> int:
+        calls.append(x)
+        return x * x
+
+    name = f"{square.__module__}.{square.__qualname__}"
+    assert [square(x) for x in (3, 3, 4, 5, 3)] == [9, 9, 16, 25, 9] and calls == [3, 4, 5, 3]
+    assert memo_statistics() == (CacheStatistics(name, 1, 4, 2, 2),)
+    clear_memos()
+    assert memo_statistics() == (CacheStatistics(name, 0, 0, 0, 2),)
+    square(3)
+    assert calls == [3, 4, 5, 3, 3]
 
 
 def test_only_the_kernels_beyond_the_uop_cache_are_rolled():

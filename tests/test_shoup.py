@@ -11,7 +11,8 @@ import pytest
 
 from kerngen.errors import VerifyError
 from kerngen.families import load
-from kerngen.families.ntt.build import build, design
+from kerngen.families.ntt.build import build
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.cost import strategy_cost
 from kerngen.families.ntt.reducers import lift_idiom
 from kerngen.families.ntt.shoup import Shoup

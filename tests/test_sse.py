@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from kerngen.families import load
-from kerngen.harness.driver import cpu_flags
+from kerngen.harness.cpu import cpu_flags
 
 from conftest import REPO, kerngen
 

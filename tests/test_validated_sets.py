@@ -12,7 +12,8 @@ from kerngen.errors import ParamError, VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, from_mapping, load
 from kerngen.families.ntt import kernels
-from kerngen.families.ntt.build import build, design
+from kerngen.families.ntt.build import build
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.montgomery import odd_down
 from kerngen.machine.target import make_target

@@ -21,7 +21,7 @@ from test_examples import expected_lines, needs, printed
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, load
 from kerngen.harness import wine
-from kerngen.harness.driver import cpu_flags
+from kerngen.harness.cpu import cpu_flags
 from kerngen.emission.render import render
 from kerngen.emission.vendor import context, vendor_files
 

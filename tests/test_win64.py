@@ -33,8 +33,10 @@ from kerngen.commands.test import test_bundle as run_kerngen_test
 from kerngen.core.manifest import Manifest
 from kerngen.core.params import Overrides
 from kerngen.families import build_all, family_of, load
-from kerngen.harness import driver, wine
-from kerngen.harness.driver import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
+from kerngen.errors import HarnessError
+from kerngen.harness import protocol, toolchain, wine
+from kerngen.harness.cpu import cpu_flags
+from kerngen.harness.protocol import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case
 from kerngen.emission.frame import Frame, frame_of
 from kerngen.emission.files import write
 from kerngen.emission.render import render
@@ -81,7 +83,7 @@ def test_shipped_set_passes_every_check_under_wine(workdir: Path, path: Path) ->
     assert any("Wine" in line for line in said), said
     assert outcome.failed == 0, f"{p.name} (win64):\n" + "\n".join(outcome.failures[:20])
     typed = Manifest.parse(manifest, "manifest.json")
-    runnable = tuple(f for f in typed.functions if set(f.cpu) <= driver.cpu_flags())
+    runnable = tuple(f for f in typed.functions if set(f.cpu) <= cpu_flags())
     assert runnable and outcome.passed == len(family_of(p).checks(typed.only(runnable), SEED))
 
 
@@ -269,14 +271,14 @@ def corrupters(workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def corrupter_results(workdir: Path, corrupters: Path) -> dict[str, driver.CaseResult]:
+def corrupter_results(workdir: Path, corrupters: Path) -> dict[str, protocol.CaseResult]:
     """All corrupters in one Wine run: a broken callee must not spoil the next case."""
     cases = [Case(symbol, symbol, _args(shape)) for symbol, shape, _, _ in CORRUPTERS]
     return {r.case_id: r for r in wine.run_runner_wine(corrupters, cases, workdir, seed=SEED)}
 
 
 @pytest.mark.parametrize(("symbol", "shape", "status", "reason"), CORRUPTERS, ids=[c[0] for c in CORRUPTERS])
-def test_win64_corrupter_is_caught(workdir: Path, corrupter_results: dict[str, driver.CaseResult], symbol: str,
+def test_win64_corrupter_is_caught(workdir: Path, corrupter_results: dict[str, protocol.CaseResult], symbol: str,
                                    shape: tuple, status: str, reason: str) -> None:
     if reason == "ymm-upper" and not wine.abi_capabilities_wine(workdir).xinuse:
         pytest.skip("this CPU does not report XINUSE; vzeroupper cannot be checked")
@@ -629,11 +631,11 @@ def test_a_faulting_kernel_unwinds_to_its_caller(workdir: Path, unwind_bundles) 
     build.mkdir(exist_ok=True)
     (build / "probe_stub.asm").write_text(PROBE_STUB_ASM)
     (build / "unwind_probe.c").write_text(PROBE_C)
-    driver.run_build([nasm, "-f", "win64", "-o", build / "probe_stub.obj", build / "probe_stub.asm"],
+    toolchain.run_build([nasm, "-f", "win64", "-o", build / "probe_stub.obj", build / "probe_stub.asm"],
                      "assembling probe_stub.asm")
-    driver.run_build([gcc, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", build / "unwind_probe.exe",
+    toolchain.run_build([gcc, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", build / "unwind_probe.exe",
                       build / "unwind_probe.c", build / "probe_stub.obj"], "building unwind_probe.exe")
-    host = driver.cpu_flags()
+    host = cpu_flags()
     argv, expected = [wine.to_windows_path(build / "unwind_probe.exe")], []
     for name, symbol, fault, valid in UNWIND_CASES:
         dll, manifest, frames = unwind_bundles[name]

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from ..core.bundle import BenchItem, Bundle
-from ..harness import driver
+from ..harness import protocol
 from ..emission.figures import MCA_CPUS, mca_throughput, static_figures
 from .columns import Column, number, table
 
@@ -46,7 +46,7 @@ def bench_bundle(bundle: Bundle, lib: Path, items: list[BenchItem], workdir: Pat
                 libs.append(library)
             cases.append(dataclasses.replace(item.case, case_id=f"{cmp.label}-{item.case.case_id}",
                                              symbol=cmp.symbol, lib=libs.index(library)))
-    results = {r.case_id: r for r in driver.run_bench(libs, cases, batches, workdir=workdir)}
+    results = {r.case_id: r for r in protocol.run_bench(libs, cases, batches, workdir=workdir)}
     sizes = symbol_sizes(lib)
     by_symbol = {f.symbol: f for f in bundle.functions}
     rows = []

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from ..errors import UsageError
+from ..core.compile_cache import CompileCache
 from ..core.manifest import MANIFEST, is_bundle
 from ..families import build_all
-from ..passes.pipeline import cycle_collection_paused
 from ..emission.files import check_bundle_dir, write
 from ..emission.render import render
 
@@ -26,12 +26,12 @@ def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: b
                              "bundle needs a directory of its own (give the parameter sets different names)")
         check_replaceable(target, p.name, force)
         check_bundle_dir(target, force)
-    staged = []
+    staged, cache = [], CompileCache()
     for (p, shown), target in zip(loaded, targets):
         # the output directory changes nothing in the files, so it is not part of the command
         say(f"{p.name}: building and verifying kernels")
-        with cycle_collection_paused():  # the builders' and the renderer's objects too (a tenth of n = 4096's time)
-            staged.append((target, render(build_all(p), f"kerngen emit {shown}{flags}")))
+        with cache.compiling():  # the builders' and the renderer's objects too (a tenth of n = 4096's time)
+            staged.append((target, render(build_all(p, cache), f"kerngen emit {shown}{flags}")))
     written = []
     for target, files in staged:
         written += write(files, target, force)

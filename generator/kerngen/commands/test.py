@@ -26,7 +26,8 @@ from ..core.family import Calls, Constants, Family
 from ..core.manifest import Manifest, ObjectEntry, read_bundle
 from ..core.params import COMMON_KEYS
 from ..families import FAMILIES, build_all, family_of, from_mapping, native
-from ..harness import driver, macho, wine
+from ..harness import macho, protocol, toolchain, wine
+from ..harness.cpu import cpu_flags
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
 from ..emission.render import render
@@ -46,7 +47,7 @@ def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
     """Build, render and assemble one parameter set for this machine (System V,
     ELF, whichever ABIs it names); returns (bundle, shared object)."""
     bundle = family_of(p).build(native(p))
-    return bundle, driver.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
+    return bundle, toolchain.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
 
 
 def test_params(p: Any, seed: int, say: Say) -> Outcome:
@@ -164,13 +165,13 @@ def _test_native(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family
                  tally: _Tally) -> None:
     """The System V object, assembled and run here: every check, then the
     multi-call checks and basis-vector proofs."""
-    lib = driver.assemble_shared(asm, work)
+    lib = toolchain.assemble_shared(asm, work)
 
     def run(cases):
-        return driver.run_runner(lib, cases, workdir=work, seed=seed)
+        return protocol.run_runner(lib, cases, workdir=work, seed=seed)
 
     def batch(fn, inputs):
-        return driver.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
+        return protocol.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
 
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions ({asm.name})")
@@ -219,7 +220,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     directory, whole = read_bundle(path)
     name = whole.name
     family = FAMILIES[whole.family]
-    host = driver.cpu_flags()
+    host = cpu_flags()
     runnable = tuple(f for f in whole.functions if set(f.cpu) <= host)
     for f in whole.functions:
         if f not in runnable:
@@ -241,7 +242,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
             for obj in manifest.objects:
                 try:
                     _BY_FORMAT[obj.format](directory / obj.file, obj, manifest, family, work, seed, say, tally)
-                except driver.KernelFault as e:  # a failed check, counted; the other objects are still tested
+                except protocol.KernelFault as e:  # a failed check, counted; the other objects are still tested
                     tally.judge(f"{obj.file} ({obj.abi})", str(e))
         finally:
             if workdir is None:

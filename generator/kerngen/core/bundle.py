@@ -2,7 +2,7 @@
 
 A family turns validated parameters into a `Bundle`: compiled, verified
 kernels with their typed contracts and manifest facts. Rendering, the
-harness driver and the commands work on bundles only and know no family's
+harness and the commands work on bundles only and know no family's
 maths.
 """
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..machine.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
+from .compile_cache import CompileCache
 from .manifest import Manifest
 from .params import Common, Option, Overrides
 
@@ -61,8 +62,8 @@ class Family:
         """Validated, typed parameters (carrying their `Target`)."""
         raise NotImplementedError
 
-    def build(self, params: Any) -> Bundle:
-        """Every kernel, compiled and verified, with its contract."""
+    def build(self, params: Any, cache: CompileCache | None = None) -> Bundle:
+        """Every kernel, compiled and verified (through `cache`, a fresh one if none is given), with its contract."""
         raise NotImplementedError
 
     def vendoring(self, bundle: Bundle) -> dict[str, Any]:

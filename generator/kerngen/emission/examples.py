@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 
+
 def length_macro(fn, arg_name: str) -> str:
     """The header's macro for the element count of one argument of `fn` (a
     `Function`), shared by its variants: its name without the ISA suffix."""

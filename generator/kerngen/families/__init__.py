@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.bundle import Bundle
+from ..core.compile_cache import CompileCache
 from ..core.family import Family, for_abi, native
 from ..core.params import Option, Overrides, check_overrides, common, read_table
 from .gf2m import GF2M
@@ -34,8 +35,10 @@ def load(path: str | Path, overrides: Overrides = Overrides()) -> Any:
     return from_mapping(table, source, overrides)
 
 
-def build_all(params: Any) -> tuple[Bundle, ...]:
+def build_all(params: Any, cache: CompileCache | None = None) -> tuple[Bundle, ...]:
     """The bundle's kernels for each of its ABIs, in the parameters' order
-    (the allocator and the frame differ; the maths and the contracts do not)."""
-    family = family_of(params)
-    return tuple(family.build(for_abi(params, abi)) for abi in params.abis)
+    (the allocator and the frame differ; the maths and the contracts do not),
+    compiled through `cache` (a fresh one if none is given): an ABI that
+    differs from another only in object format compiles nothing again."""
+    family, cache = family_of(params), CompileCache() if cache is None else cache
+    return tuple(family.build(for_abi(params, abi), cache) for abi in params.abis)

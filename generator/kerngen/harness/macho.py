@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from ..machine.formats import MACHO64
-from . import driver
+from . import toolchain
 
 TOOLS = ("nasm", "llvm-nm", "llvm-objdump")
 SECTIONS = {("__TEXT", "__text"), ("__TEXT", "__const")}
@@ -49,11 +49,11 @@ def assemble(asm_path: Path, workdir: Path) -> Path:
 
     def make(tmp: Path) -> Path:
         obj = tmp / f"{asm_path.stem}.o"
-        driver.run_build([driver.tool("nasm"), "-f", MACHO64.name, "-I", f"{asm_path.resolve().parent}/",
+        toolchain.run_build([toolchain.tool("nasm"), "-f", MACHO64.name, "-I", f"{asm_path.resolve().parent}/",
                           "-o", obj, asm_path], f"assembling {asm_path.name} as Mach-O")
         return obj
 
-    return driver.cached(Path(workdir) / f"{asm_path.stem}-{driver.digest(text)}.macho.o", make)
+    return toolchain.cached(Path(workdir) / f"{asm_path.stem}-{toolchain.digest(text)}.macho.o", make)
 
 
 def object_problems(obj: Path, symbols: Mapping[str, str], visibility: str) -> list[str]:

@@ -1,11 +1,11 @@
 """The Win64 form of the test harness, run under Wine.
 
 A bundle rendered for the Win64 target (Microsoft x64 calling convention,
-COFF objects) is tested here exactly as ``driver`` tests the System V one:
+COFF objects) is tested here exactly as the System V one is:
 the same ``runner.c`` and ``vectors.c``, built with MinGW-w64 against the
 Win64 checked-call stub ``harness/abi_check_win64.asm`` (``win64.c`` holds
 what differs on Windows), read the same vector files and print the same
-output, which ``driver`` parses into the same ``CaseResult`` records. The
+output, which ``protocol`` parses into the same ``CaseResult`` records. The
 stub seeds and compares rbx, rbp, rdi, rsi, r12-r15 and xmm6-xmm15, passes
 a fifth argument on the stack above the 32-byte shadow space, and checks
 rsp, the direction flag, MXCSR's control bits and vzeroupper.
@@ -26,8 +26,8 @@ runs all cases given; ``stop_wineserver`` ends the prefix's server before
 its directory is deleted.
 
 Build products are cached in the work directory by a hash of their inputs,
-with ``driver``'s own helpers (its cache, digest, build-command runner and
-output parser), so both harnesses agree on formats by construction.
+with ``toolchain``'s own helpers (its cache, digest and build-command runner)
+and ``protocol``'s output parser, so both harnesses agree on formats by construction.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from ..machine.formats import COFF64
-from . import driver
-from .driver import Case, CaseResult
+from . import protocol, toolchain
+from .cpu import AbiCapabilities, parse_capabilities
+from .protocol import Case, CaseResult
 
 __all__ = [
     "CRASH_STATUS", "MINGW_GCC", "abi_capabilities_wine", "assemble_dll", "build_runner_win64", "global_symbols",
@@ -119,20 +120,20 @@ def build_runner_win64(workdir: Path) -> Path:
     MinGW-w64, against the Win64 checked-call stub) into ``workdir``
     (cached) and returns its path."""
     nasm, gcc = _tool("nasm"), _tool(MINGW_GCC)
-    sources = [driver.harness_source(n) for n in _SOURCES]
-    key = driver.digest("kg_runner.exe", *_C_FLAGS, *_LIBS, *(p.read_bytes() for p in sources))
-    src = driver.HARNESS_DIR
+    sources = [toolchain.harness_source(n) for n in _SOURCES]
+    key = toolchain.digest("kg_runner.exe", *_C_FLAGS, *_LIBS, *(p.read_bytes() for p in sources))
+    src = toolchain.HARNESS_DIR
 
     def make(tmp: Path) -> Path:
         obj = tmp / "abi_check_win64.obj"
-        driver.run_build([nasm, "-f", COFF64.name, "-o", obj, src / "abi_check_win64.asm"],
+        toolchain.run_build([nasm, "-f", COFF64.name, "-o", obj, src / "abi_check_win64.asm"],
                          "assembling abi_check_win64.asm")
-        driver.run_build([gcc, *_C_FLAGS, "-I", src, "-o", tmp / "kg_runner.exe",
+        toolchain.run_build([gcc, *_C_FLAGS, "-I", src, "-o", tmp / "kg_runner.exe",
                           src / "runner.c", src / "vectors.c", src / "win64.c", obj, *_LIBS],
                          "building kg_runner.exe")
         return tmp / "kg_runner.exe"
 
-    return driver.cached(Path(workdir) / f"kg-harness-win64-{key}" / "kg_runner.exe", make)
+    return toolchain.cached(Path(workdir) / f"kg-harness-win64-{key}" / "kg_runner.exe", make)
 
 
 def global_symbols(asm_text: str) -> list[str]:
@@ -161,21 +162,21 @@ def assemble_dll(asm_path: Path, workdir: Path, exports: Sequence[str] | None = 
     if not names:
         raise HarnessError(f"{asm_path.name}: nothing to export")
     for name in names:
-        if not driver.SYMBOL.match(name):
+        if not protocol.SYMBOL.match(name):
             raise HarnessError(f"{asm_path.name}: bad export name {name!r}")
 
     def make(tmp: Path) -> Path:
         obj, dll, deffile = tmp / f"{asm_path.stem}.obj", tmp / f"{asm_path.stem}.dll", tmp / f"{asm_path.stem}.def"
         deffile.write_text(f"LIBRARY {asm_path.stem}.dll\nEXPORTS\n" + "".join(f"    {n}\n" for n in names))
-        driver.run_build([nasm, "-f", COFF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
+        toolchain.run_build([nasm, "-f", COFF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
                          f"assembling {asm_path.name} for Win64")
         # no C runtime and no entry point: the kernels need neither
-        driver.run_build([gcc, "-shared", "-nostdlib", "-Wl,-e,0", "-o", dll, obj, deffile],
+        toolchain.run_build([gcc, "-shared", "-nostdlib", "-Wl,-e,0", "-o", dll, obj, deffile],
                          f"linking {asm_path.name} into a DLL")
         return dll
 
-    key = driver.digest(text, *names)
-    return driver.cached(Path(workdir) / f"{asm_path.stem}-{key}.dll", make)
+    key = toolchain.digest(text, *names)
+    return toolchain.cached(Path(workdir) / f"{asm_path.stem}-{key}.dll", make)
 
 
 # ---------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def wine_prefix(workdir: Path, timeout: float = 300.0) -> Path:
     stamp = f"{real}:{real.stat().st_mtime_ns}"
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    prefix = workdir / f"wine-prefix-{driver.digest(stamp)}"
+    prefix = workdir / f"wine-prefix-{toolchain.digest(stamp)}"
     if (prefix / _PREFIX_READY).is_file():
         return prefix
     with open(workdir / ".kg-wine-prefix.lock", "w") as lock:
@@ -279,28 +280,28 @@ def run_runner_wine(
 ) -> list[CaseResult]:
     """Runs ``cases`` once each through ``kg_runner.exe`` under Wine, in one
     Wine process, and returns their verdicts in order, as
-    ``driver.run_runner`` does for ELF libraries. ``dll`` is one DLL or a
+    ``protocol.run_runner`` does for ELF libraries. ``dll`` is one DLL or a
     list (``Case.lib`` indexes it); ``workdir`` holds the runner build and
     the Wine prefix; ``seed`` fixes canaries and register seeds. A kernel
-    that faults raises driver.KernelFault (a HarnessError) naming the case
+    that faults raises protocol.KernelFault (a HarnessError) naming the case
     and the exception."""
-    libs = driver.check_libs(dll)
+    libs = protocol.check_libs(dll)
     workdir = Path(workdir)
     runner = build_runner_win64(workdir)
     with tempfile.TemporaryDirectory(prefix="kg-wine-run-") as tmp_s:
         tmp = Path(tmp_s)
         vec, out = tmp / "vectors.txt", tmp / "output.txt"
-        driver.write_vectors(vec, cases)
+        protocol.write_vectors(vec, cases)
         argv = [str(runner), *map(to_windows_path, libs), to_windows_path(vec), to_windows_path(out)]
         proc = run_wine(workdir, argv, timeout, None if seed is None else {"KG_SEED": str(seed)})
         text = out.read_text() if out.exists() else ""
-    results = driver.parse_runner_output(text, cases)
+    results = protocol.parse_runner_output(text, cases)
     if proc.returncode != 0:
         detail = proc.stderr.strip()
         if proc.returncode == CRASH_STATUS and len(results) < len(cases):
             # output is flushed per case: the first case without a verdict crashed
             crashed = cases[len(results)]
-            raise driver.KernelFault(f"kg_runner.exe crashed while running case {crashed.case_id!r} "
+            raise protocol.KernelFault(f"kg_runner.exe crashed while running case {crashed.case_id!r} "
                                      f"({crashed.symbol}): {detail}")
         raise HarnessError(f"kg_runner.exe under Wine: exit {proc.returncode}: {detail}")
     if [r.case_id for r in results] != [c.case_id for c in cases]:
@@ -308,11 +309,10 @@ def run_runner_wine(
     return results
 
 
-def abi_capabilities_wine(workdir: Path) -> driver.AbiCapabilities:
+def abi_capabilities_wine(workdir: Path) -> AbiCapabilities:
     """Asks ``kg_runner.exe`` under Wine which checks this CPU supports."""
     runner = build_runner_win64(Path(workdir))
     proc = run_wine(Path(workdir), [str(runner), "--caps"], 120.0)
     if proc.returncode != 0:
         raise HarnessError(f"kg_runner.exe --caps under Wine: exit {proc.returncode}: {proc.stderr.strip()}")
-    caps = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
-    return driver.AbiCapabilities(avx=caps.get("avx") == "1", xinuse=caps.get("xinuse") == "1")
+    return parse_capabilities(proc.stdout)

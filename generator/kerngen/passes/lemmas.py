@@ -10,15 +10,19 @@ numpy lane per input); wider lanes have too many inputs to run, so an SMT
 solver proves congruence for all of them and finds the extremes of the
 output for each input range asked. The verifier and the bounds stage ask
 this module, so neither trusts a hand-derived range.
+
+A lemma is a fact about its idiom or its (q, bits) alone, and the SMT
+proofs take seconds: each proving function is a registered memo
+(`core.compile_cache.memo`), bounded, kept across builds of a process.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
+from ..core.compile_cache import memo
 from ..machine.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
@@ -291,7 +295,7 @@ class SmtLemma(_OfIdiom, Lemma):
         return found
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=1024)
 def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     """Prove the idiom congruent to its input for every input; refuse it
     otherwise. `method` defaults by width: "exhaustive" up to 16 bits,
@@ -308,7 +312,7 @@ def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     return _prove(ScalarIdiom(idiom.kind, idiom.q, tuple(steps), idiom.bits, idiom.signed), method)
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=1024)
 def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
     method = method or ("exhaustive" if idiom.bits <= EXHAUSTIVE_BITS else "smt")
     if method == "exhaustive":
@@ -403,7 +407,7 @@ class MontgomeryLemma:
     signed: bool = True
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = True) -> MontgomeryLemma:
     """`qinv` defaults to q^-1 mod 2^bits; passing another value lets tests watch a false lemma fail."""
     if qinv is None:
@@ -422,7 +426,7 @@ def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = 
     return MontgomeryLemma(q, qinv, bits)
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def prove_pair_montgomery(q: int, bits: int, qinv: int | None = None) -> None:
     """The Montgomery reduction of a double-width value X (a pair reduction's
     sum of products) from its halves: with t = lo(X) * q^-1 mod 2^bits,
@@ -463,7 +467,7 @@ class ShoupLemma:
         return 0, self.q - 1 - (-self.q * hi >> self.bits)
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def prove_shoup(q: int, bits: int) -> ShoupLemma:
     import z3
 

@@ -14,14 +14,11 @@ every family, ISA and ABI, which arrive in the `Target`.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..core.compile_cache import CompileCache
 from ..core.contract import Bound, Contract
 from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel
@@ -146,22 +143,6 @@ PROGRESS_AFTER = 2.0
 progress = logging.getLogger("kerngen.progress")
 
 
-@contextmanager
-def cycle_collection_paused() -> Iterator[None]:
-    """The passes make millions of small objects (instructions, operands,
-    terms) and no reference cycles to speak of; Python's cycle collector,
-    triggered by their number, spent a third of an n = 4096 NTT's emission
-    walking them. Reference counting frees them as before. (Nested uses keep
-    it paused until the outermost ends.)"""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 @dataclass(frozen=True)
 class Compiled:
     kernel: Kernel
@@ -169,54 +150,55 @@ class Compiled:
     proof: Proof | None  # None when no verification was asked for
 
 
-# The passes read a target's instruction set, lane width and calling convention, never its object format or
-# symbol visibility: a bundle emitted for System V on ELF and on Mach-O compiles each kernel once. The last
-# RECENT_KERNELS compilations are kept, by everything the passes read.
-RECENT_KERNELS = 64
-_recent: OrderedDict[tuple, Compiled] = OrderedDict()
-
-
-def _recent_key(builder: Builder, symbol: str, contract: Contract, target: Target, *flags) -> tuple:
+def _compile_key(builder: Builder, symbol: str, contract: Contract, target: Target, *flags) -> tuple:
+    """Everything the passes read: a target's instruction set, lane width and calling convention, never its
+    object format or symbol visibility (a bundle emitted for System V on ELF and on Mach-O compiles each
+    kernel once)."""
     return (symbol, target.isa, target.lane_bits, target.abi, contract, flags, tuple(builder.instrs),
             tuple(builder.tables.values()))
 
 
 def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
                    gf2: bool = False, callee_saved: bool = False, signed: bool = True,
-                   shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
+                   shoup_pairs: tuple[tuple[int, int], ...] = (), cache: CompileCache | None = None) -> Compiled:
     """Run the passes. With a `modulus` (lanes mod q), the verifier proves the
     kernel for every input its contract requires and fills in what it
     ensures; with `gf2` (bit-vector lanes, nothing to overflow) it derives the
     forms and dependences only, and the contract's ensures must be given.
     `signed`: how the lanes' values are read (the contract's bounds too);
     `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products).
-    A kernel compiled lately for a target differing only in object format or
-    visibility is taken from there, on this target."""
-    key = _recent_key(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
-    done = _recent.get(key)
+    A kernel the `cache` holds for a target differing only in object format
+    or visibility is taken from there, on this target; without a cache the
+    passes always run."""
+    if cache is None:
+        return _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
+    key = _compile_key(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
+    done = cache.get(key)
     if done is not None:
-        _recent.move_to_end(key)
         return dataclasses.replace(done, kernel=dataclasses.replace(done.kernel, target=target))
+    with cache.compiling():
+        compiled = _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
+    cache.put(key, compiled)
+    return compiled
+
+
+def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None, gf2: bool,
+                callee_saved: bool, signed: bool, shoup_pairs: tuple[tuple[int, int], ...]) -> Compiled:
     verification = None
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
                                     modulus, signed, shoup_pairs)
     u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
     started = time.monotonic()
-    with cycle_collection_paused():
-        for name, run in PASSES:
-            try:
-                run(u)
-            except (AllocationError, CheckError) as e:
-                raise type(e)(f"{symbol}: {name}: {e}") from None
+    for name, run in PASSES:
+        try:
+            run(u)
+        except (AllocationError, CheckError) as e:
+            raise type(e)(f"{symbol}: {name}: {e}") from None
     if u.proof is not None and modulus is not None:
         contract = contract.proven({i: Bound(*u.proof.hull(i)) for i in u.proof.outputs})
     took = time.monotonic() - started
     if took >= PROGRESS_AFTER:
         progress.info("%s: %d instructions, %s in %.0f s", symbol, len(u.kernel.body),
                       "verified" if u.proof is not None else "allocated", took)
-    compiled = Compiled(u.kernel, contract, u.proof)
-    _recent[key] = compiled
-    if len(_recent) > RECENT_KERNELS:
-        _recent.popitem(last=False)
-    return compiled
+    return Compiled(u.kernel, contract, u.proof)

@@ -16,15 +16,17 @@ caller may supply precomputed from a table). The builders emit it
 `prove_templates` proves each template computes its half for every x and
 y below 2^64 (an SMT solver over the integers: with each piece a variable
 and each shift, mask and wrapping sum written as a division with remainder,
-the claim is linear), once.
+the claim is linear), once per process (a registered memo of no arguments,
+`core.compile_cache.memo`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 
+from ..core.compile_cache import memo
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ..machine.ops import by_width
 
@@ -210,7 +212,7 @@ class WideProductError(Exception):
     pass
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=1)
 def prove_templates() -> None:
     """For every x, y in [0, 2^64): LOW gives x*y mod 2^64 and HIGH floor(x*y / 2^64)."""
     for template in TEMPLATES:

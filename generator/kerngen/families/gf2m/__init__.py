@@ -17,8 +17,8 @@ class Gf2mFamily(Family):
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)
 
-    def build(self, p):
-        return dataclasses.replace(build.build(p), family=self)
+    def build(self, p, cache=None):
+        return dataclasses.replace(build.build(p, cache=cache), family=self)
 
     def vendoring(self, bundle):
         return vendoring.context(bundle)

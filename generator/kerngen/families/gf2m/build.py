@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...core.bundle import Bundle, Function
+from ...core.compile_cache import CompileCache
 from ...core.contract import ArgContract, Bound, Contract, Values
 from ...errors import AllocationError, VerifyError
 from ...core.params import names_manifest
@@ -43,9 +44,12 @@ def _arg(name: str, role: str, count: int) -> ArgSpec:
     return ArgSpec(name, role, "uint64_t", 8, count, 8)
 
 
-def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEPS) -> Bundle:
-    """Every GF(2^m) kernel for every ISA of `params`, compiled, with its manifest facts."""
-    functions = [fn for t in params.targets for fn in _kernels(params, t, cfg, msqr_steps)]
+def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEPS,
+          cache: CompileCache | None = None) -> Bundle:
+    """Every GF(2^m) kernel for every ISA of `params`, compiled (through `cache`, a fresh one if none is
+    given), with its manifest facts."""
+    cache = CompileCache() if cache is None else cache
+    functions = [fn for t in params.targets for fn in _kernels(params, t, cfg, msqr_steps, cache)]
     f = Field(params, params.target, cfg)
     m, n, plan = params.m, params.limbs, f.plan
     poly_s = poly_text(params.poly)
@@ -82,7 +86,8 @@ def _plan_lines(f: Field) -> tuple[str, ...]:
             lazy_line + ", by folds at x^" + str(64 * n))
 
 
-def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_steps) -> list[Function]:
+def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_steps, cache: CompileCache
+             ) -> list[Function]:
     f = Field(params, target, cfg)
     m, n, isa = params.m, params.limbs, target.isa.name
     poly_s = poly_text(params.poly)
@@ -176,7 +181,7 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
         contract = Contract(s.args, tuple((line,) for line in s.text + (f"f = {poly_s}; limbs 8-byte aligned; "
                                                                           "constant time",)))
         try:
-            compiled = compile_kernel(v.b, symbol, contract, target, gf2=True)
+            compiled = compile_kernel(v.b, symbol, contract, target, gf2=True, cache=cache)
         except AllocationError:
             if not s.gpr:
                 raise
@@ -185,7 +190,8 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
             # callee-saved registers too, at the price of their push and pop;
             # beyond those, the field gets the xmm reduction only
             try:
-                compiled = compile_kernel(v.b, symbol, contract, target, gf2=True, callee_saved=True)
+                compiled = compile_kernel(v.b, symbol, contract, target, gf2=True, callee_saved=True,
+                                          cache=cache)
             except AllocationError:
                 continue
         kernel = compiled.kernel

@@ -12,8 +12,9 @@ import numpy as np
 
 from ...core.bundle import BenchItem, Bundle, Check, Comparison
 from ...core.family import Calls
-from ...harness import driver
-from ...harness.driver import Case, cpu_flags, manifest_arg
+from ...harness import protocol, toolchain
+from ...harness.cpu import cpu_flags
+from ...harness.protocol import Case, manifest_arg
 from .reference import monomial_remainders, ref_inv, ref_ladder_step, ref_mul, ref_muladd, ref_mulmod, ref_rem
 
 # ---------------------------------------------------------------------------
@@ -312,7 +313,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
             out.append((f"{name} ({label})", None if not len(bad) else
                         f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
                         f"want {int(want[tuple(bad[0])]):#x}"))
-        except driver.KernelFault as e:  # a failed check of this kernel: the others are still proven
+        except protocol.KernelFault as e:  # a failed check of this kernel: the others are still proven
             out.append((f"basis proof of {fn['symbol']}", str(e)))
     return out
 
@@ -320,7 +321,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
 def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
     """`harness/openssl_gf2m.c` compiled for one field (cached by content)."""
     flags = ["-O2", f"-DKG_M={m}", f"-DKG_LIMBS={(m + 63) // 64}", "-DKG_POLY=" + ",".join(map(str, poly))]
-    return driver.build_shared_c("openssl_gf2m.c", f"openssl_gf2m-{m}", flags, workdir,
+    return toolchain.build_shared_c("openssl_gf2m.c", f"openssl_gf2m-{m}", flags, workdir,
                                   "building the OpenSSL comparison (it needs libssl-dev)", link=["-lcrypto"])
 
 

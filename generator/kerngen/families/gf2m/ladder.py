@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.bundle import BenchItem, Bundle, Comparison
-from ...harness import driver
-from ...harness.driver import Arg, Case, HarnessError
+from ...errors import HarnessError
+from ...harness import protocol, toolchain
+from ...harness.protocol import Arg, Case
 from .checks import limbs_of, value_of
 
 
@@ -45,7 +46,7 @@ def build_ladder(curve: Curve, bundle: Bundle, kernel_lib: Path, workdir: Path) 
              f"-DKG_LIMBS={p.limbs}", f"-DKG_CURVE={curve.nid}"]
     if any(f.symbol.endswith(f"_ladder_step2_{isa}") for f in bundle.functions):
         flags.append("-DKG_HAVE_STEP2=1")
-    return driver.build_shared_c("ladder.c", f"ladder-{curve.name}", flags, workdir,
+    return toolchain.build_shared_c("ladder.c", f"ladder-{curve.name}", flags, workdir,
                                   f"building the ladder for {curve.name} (it needs libssl-dev)",
                                   link=[kernel_lib, "-lcrypto"])
 
@@ -59,7 +60,7 @@ def _in(x: int, n: int) -> Arg:
 
 
 def _run(lib: Path, cases: list[Case], workdir: Path) -> dict[str, list[int]]:
-    res = driver.run_runner(lib, cases, workdir=workdir)
+    res = protocol.run_runner(lib, cases, workdir=workdir)
     bad = [f"{r.case_id}: {r.status} {r.reason}" for r in res if not r.ok]
     if bad:
         raise HarnessError("; ".join(bad))
@@ -128,7 +129,7 @@ def bench_rows(bundle: Bundle, kernel_lib: Path, workdir: Path, batches: int = 2
     rows = []
     for curve in curves_for(bundle):
         lib, ours, theirs = bench_cases(curve, bundle, kernel_lib, workdir)
-        res = driver.run_bench([lib], [ours, theirs], batches, workdir=workdir)
+        res = protocol.run_bench([lib], [ours, theirs], batches, workdir=workdir)
         t, o = res[0].median_ticks, res[1].median_ticks
         rows.append({"name": bundle.name, "kind": f"ecladder_{curve.name}", "symbol": f"kg_ladder ({curve.name})",
                      "ticks": round(t, 1), "openssl_ticks": round(o, 1),

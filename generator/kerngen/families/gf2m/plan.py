@@ -5,12 +5,16 @@ here, as plain numbers: how the high part of a product folds back (which
 64-bit chunks of f - x^m to multiply by, how many folds a degree bound needs,
 the alignment shift) and the Itoh–Tsujii addition chain. `gf2m.py` turns
 these into instructions; nothing there does polynomial arithmetic of its own.
+
+`msqr_columns` (a matrix of m columns per (f, k)) is a registered memo
+(`core.compile_cache.memo`), bounded.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
+
+from ...core.compile_cache import memo
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def _rem(c: int, f: int, m: int) -> int:
     return c
 
 
-@functools.lru_cache(maxsize=64)
+@memo(maxsize=64)
 def msqr_columns(m: int, poly: tuple[int, ...], k: int) -> tuple[int, ...]:
     """The matrix of a -> a^(2^k) mod f, column by column.
 

@@ -9,6 +9,7 @@ from ...errors import ParamError
 from ...core.family import Constants, Family
 from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params, tables, vendoring
+from .design import design, prove_lemmas
 from .reducers import barrett_reducer
 
 
@@ -29,15 +30,15 @@ class NttFamily(Family):
                 raise error
         try:
             for t in p.targets:
-                build.prove_lemmas(p, build.design(p, t))
+                prove_lemmas(p, design(p, t))
         except LemmaError as e:
             raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions of "
                                             "this q within its time limit (q just above 2^20 are the slowest); "
                                             "choose another q") from None
         return p
 
-    def build(self, p):
-        return dataclasses.replace(build.build(p), family=self)
+    def build(self, p, cache=None):
+        return dataclasses.replace(build.build(p, cache), family=self)
 
     def vendoring(self, bundle):
         return vendoring.context(bundle)

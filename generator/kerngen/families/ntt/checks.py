@@ -20,8 +20,8 @@ import numpy as np
 
 from ...core.bundle import BenchItem, Bundle, Check, Comparison, Function
 from ...core.family import Calls, Runner, native
-from ...harness import driver
-from ...harness.driver import Case
+from ...harness import protocol, toolchain
+from ...harness.protocol import Case
 from .baseline import FLAGS, build as build_baseline, constants_sympy
 from .build import build
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
@@ -312,7 +312,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                             f"want {scale * int(want[tuple(bad[0])]) % q} mod {q}"))
             else:
                 out.append((name, f"no basis proof for a map of form {mono} with locality {proof.get('locality')}"))
-        except driver.KernelFault as e:  # a failed check of this kernel: the others are still proven
+        except protocol.KernelFault as e:  # a failed check of this kernel: the others are still proven
             out.append((f"basis proof of {fn['symbol']}", str(e)))
     return out
 
@@ -424,7 +424,7 @@ def _twins(p, workdir: Path) -> dict[str, tuple[str, Path]]:
     out = {}
     for label, change in changes.items():
         twin = dataclasses.replace(native(p), prefix=f"{p.prefix}_{label}", **change)
-        out[label] = (twin.prefix, driver.bundle_library(build(twin), f"kerngen emit {p.source} (twin)",
+        out[label] = (twin.prefix, toolchain.bundle_library(build(twin), f"kerngen emit {p.source} (twin)",
                                                          workdir / f"{p.name}-{label}", workdir))
     return out
 
@@ -434,6 +434,6 @@ def _calls_library(bundle: Bundle, acc: Function, library: Path, workdir: Path) 
     the same ISA and k - 1 additions (harness/basemul_calls.c), linked with it."""
     bm = bundle.function("basemul", isa=acc.isa)
     header = f"#define KG_BASEMUL {bm.symbol}\n#define KG_N {bundle.params.n}\n#define KG_K {acc.fact('k')}\n"
-    return driver.build_shared_c("basemul_calls.c", f"basemul-calls-{acc.symbol}", (*FLAGS, "-march=native"),
+    return toolchain.build_shared_c("basemul_calls.c", f"basemul-calls-{acc.symbol}", (*FLAGS, "-march=native"),
                                  workdir, f"the {acc.fact('k')} base multiplications timed beside {acc.symbol}",
                                  link=(library, f"-Wl,-rpath,{Path(library).parent}"), headers={"kg_acc.h": header})

@@ -22,10 +22,13 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.bundle import Bundle, Function
+from ...core.compile_cache import CompileCache
 from ...errors import KerngenError, ParamError
-from ...harness.driver import Arg, Case, bundle_library, run_bench
+from ...harness.protocol import Arg, Case, run_bench
+from ...harness.toolchain import bundle_library
 from ...emission.figures import mca_throughput, static_figures
-from .build import build, design, schedules
+from .build import build, schedules
+from .design import design
 from .schedule import DIRECTIONS
 from .layout import NttLayout, layer_pairs, register_key
 from .params import MULS, POLICIES, REDUCERS, NttParams, strategies
@@ -79,8 +82,9 @@ def reductions_by_strategy(p: NttParams) -> dict[str, tuple[str, ...]]:
 
 
 def build_variants(base: NttParams, say: Say) -> list[Variant]:
-    """Every (multiplication, policy, reduction kind) for q, each built and verified."""
-    out = []
+    """Every (multiplication, policy, reduction kind) for q, each built and verified (a kernel the
+    variants share, such as base multiplication under another policy, compiled once)."""
+    out, cache = [], CompileCache()
     for mul, kinds in reductions_by_strategy(base).items():
         for policy in POLICIES:
             for kind in kinds:
@@ -88,7 +92,7 @@ def build_variants(base: NttParams, say: Say) -> list[Variant]:
                     "reduction")
                 p = dataclasses.replace(base, policy=policy, mul=mul, reducer=kind if mul == MULS[1] else "auto")
                 try:
-                    out.append(Variant(mul, policy, kind, p, build(p)))
+                    out.append(Variant(mul, policy, kind, p, build(p, cache)))
                 except ParamError as e:  # no schedule keeps this q in the lanes with this combination
                     say(f"{base.name}: {mul}, policy {policy} with {kind} reduction is not possible: {e.rule}")
     return out

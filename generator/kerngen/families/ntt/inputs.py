@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from ...harness import driver
-from ...harness.driver import Arg, manifest_arg
+from ...harness import protocol
+from ...harness.protocol import Arg, manifest_arg
 
 
 def isas(manifest: dict) -> list[str]:
@@ -82,7 +82,7 @@ def shoup_quotient(w: int, q: int, bits: int) -> int:
 
 
 def element_bits(fn: dict) -> int:
-    return 8 * driver.element_bytes(fn["dtype"])
+    return 8 * protocol.element_bytes(fn["dtype"])
 
 
 def outside(vals: list[int], bound: list[int]) -> str | None:

@@ -7,14 +7,19 @@ into x^m - psi^(e/2) (lower half, a + s*b) and x^m - psi^(e/2 + 2^L) (upper
 half, a - s*b). Every twiddle and block zeta follows from that rule. How a
 twiddle is stored for multiplication (Montgomery form, Shoup pair) is the
 multiplication strategy's business, not this module's.
+
+The block exponents of a layer depend on (layers, layer) alone: a registered
+memo (`core.compile_cache.memo`), bounded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import sympy
+
+from ...core.compile_cache import memo
 
 
 def centred(x: int, q: int) -> int:
@@ -29,7 +34,7 @@ def max_layers(n: int, q: int) -> int:
     return min(two_adicity - 1, n.bit_length() - 1)
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=128)
 def _block_exponents(layers: int, layer: int) -> tuple[int, ...]:
     exps = [1 << layers]
     for _ in range(layer):

@@ -6,15 +6,19 @@ definition into instructions, and `lemmas.prove` runs the same definition
 on every input to find its exact output range and check its congruence.
 Constants are broadcast tables named by element type and value (pw_3329,
 pw_m3327 for 16-bit lanes).
+
+The searches for a q's reductions (`reducers`, `shifted_barrett_idiom`,
+`barrett_reducer`) are pure functions of (q, bits), asked by validation, the
+design and every build: registered memos (`core.compile_cache.memo`), bounded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
+from ...core.compile_cache import memo
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...machine.ops import by_width, has, spec
 from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
@@ -70,7 +74,7 @@ def barrett_idiom(q: int, bits: int) -> ScalarIdiom:
     ), bits)
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def shifted_barrett_idiom(q: int, bits: int) -> ScalarIdiom:
     """Barrett from low products: t = round((x >> a) * v / 2^c) with v =
     round(2^(a+c) / q) small enough that (x >> a) * v stays in the lane,
@@ -237,7 +241,7 @@ class Reducer:
         return f"shifts, masks and adds: x = h*2^{split} + l, x = l {' '.join(terms)} mod q"
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def reducers(q: int, bits: int) -> dict[str, Reducer]:
     """The reductions that apply to q; "special" only if q has a shape that gives
     a real reduction (output below 2^(bits-2) in absolute value for every input)."""
@@ -257,7 +261,7 @@ def reducers(q: int, bits: int) -> dict[str, Reducer]:
     return found
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=256)
 def barrett_reducer(q: int, bits: int) -> Reducer:
     """Centred Barrett as a Reducer, with no search for special forms (what validation asks of it)."""
     return _reducer("barrett", barrett_idiom(q, bits))

@@ -10,14 +10,18 @@ Policies: `eager` reduces every register after every layer; `layer` reduces a
 whole layer when any index could overflow; `index` reduces only the registers
 whose lanes could overflow (for the inverse, the larger of the pair first);
 `minimal` searches the per-layer choices for the fewest reductions.
+
+A schedule is a pure function of its arithmetic, policy, direction and
+input bound, asked by the cost model, the build and the tables' check: a
+registered memo (`core.compile_cache.memo`), bounded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import lru_cache
 
+from ...core.compile_cache import memo
 from ...core.contract import Bound
 from ...errors import VerifyError
 from .layout import LayerPairs, NttLayout, layer_pairs, register_key
@@ -128,7 +132,7 @@ def _steps(ar: Arithmetic, direction: str, scale_last: bool = False) -> tuple[_S
     return tuple(out)
 
 
-@lru_cache(maxsize=256)
+@memo(maxsize=256)
 def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scale_last: bool = False) -> ReductionSchedule:
     """The policy's schedule. `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements; `minimal`

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from ...core.manifest import Manifest
 from ...ir.instr import Builder, Table
 from ...emission.render import c_lines
-from .build import block_layout, design, header_constants, montgomery_basemul
+from .build import header_constants
+from .contracts import block_layout
+from .design import design, montgomery_basemul
 from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder
 from .params import MONTGOMERY_WIDTHS, NttParams

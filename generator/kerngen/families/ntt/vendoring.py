@@ -14,11 +14,11 @@ q for w[i] = (5i + 3) mod q at the same indices.
 from __future__ import annotations
 
 import tomllib
-from functools import lru_cache
 from importlib.resources import files
 from typing import Any
 
 from ...core.bundle import Bundle, CDefine, CTable, Function
+from ...core.compile_cache import memo
 from ...emission.examples import Lane
 
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
@@ -118,7 +118,7 @@ def example(forward: dict, shoup: Function | None, q: int) -> dict:
     }
 
 
-@lru_cache(maxsize=None)
+@memo(maxsize=1)
 def _standard_sets() -> tuple[tuple[str, int, int], ...]:
     """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
     from the files' keys (validating them would choose each set's multiplication by the

@@ -1,57 +1,39 @@
-"""Python side of the C test and bench harness (C sources in ``harness/``,
-shipped in the package as ``kerngen/csrc``).
+"""The protocol of the C test and bench programs (C sources in ``harness/``):
+the calls they make, the files they read and what they print.
 
-The C programs know nothing of the mathematics: ``kg_runner`` places the
+The programs know nothing of the mathematics: ``kg_runner`` places the
 buffers, calls a kernel through the checked-call stub and prints what it
-wrote; ``kg_bench`` times kernels. This module builds them, assembles emitted
-bundles into shared objects, writes vector files, runs the programs and
-parses what they print. File formats are documented in ``harness/vectors.h``
-(vectors), ``harness/runner.c`` (runner output) and ``harness/bench.c``
-(bench output).
-
-Build products go to a caller-chosen work directory, keyed by a hash of
-their inputs, so repeated calls reuse them and the repository stays clean.
+wrote; ``kg_batch`` does the same for many rows of binary input; ``kg_bench``
+times kernels. This module describes calls (`Arg`, `Case`), writes vector
+files, runs the programs (built by `toolchain`) and parses what they print.
+File formats are documented in ``harness/vectors.h`` (vectors),
+``harness/runner.c`` (runner output), ``harness/batch.c`` (binary records)
+and ``harness/bench.c`` (bench output).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib.resources import as_file, files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 # one class for the whole tool, so the CLI maps harness failures to exit code 2
 from ..errors import HarnessError
-from ..emission.files import write
-from ..machine.formats import ELF64  # the harness loads kernels on this (Linux) machine
-from ..emission.render import render
+from .toolchain import build_batch, build_bench, build_runner
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..core.bundle import Bundle
-
 __all__ = [
-    "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "KernelFault", "abi_capabilities", "assemble_shared", "bundle_library", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
-    "element_bytes", "manifest_arg", "run_batch", "run_bench", "run_runner", "write_vectors",
+    "Arg", "BenchResult", "Case", "CaseResult", "KernelFault", "check_libs", "describe_exit", "element_bytes",
+    "manifest_arg", "parse_runner_output", "run_batch", "run_bench", "run_runner", "write_vectors",
 ]
-
-
-def _harness_dir() -> Path:
-    with as_file(files("kerngen") / "csrc") as path:  # a directory of the installed package
-        return Path(path)
-
-
-HARNESS_DIR = _harness_dir()
 
 MAX_ARGS = 5
 ROLES = ("in", "out", "inout")
@@ -73,14 +55,8 @@ class KernelFault(HarnessError):
     harness (`kerngen test` counts it and goes on with the other checks)."""
 
 
-_C_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra")
 _TOKEN = re.compile(r"^\S+$")
 SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$@]*$")
-
-_INSTALL_HINTS = {
-    "nasm": "install it with `apt-get install nasm` (NASM 2.14 or later)",
-    "gcc": "install it with `apt-get install gcc`",
-}
 
 
 # ---------------------------------------------------------------------------
@@ -189,157 +165,6 @@ class BenchResult:
     calls_per_batch: int
 
 
-@dataclass(frozen=True)
-class AbiCapabilities:
-    """What the checked call can detect on this machine."""
-
-    avx: bool
-    xinuse: bool  # missing-vzeroupper detection works only when True
-
-
-# ---------------------------------------------------------------------------
-# tools and builds
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        hint = _INSTALL_HINTS.get(name, "install it")
-        raise HarnessError(f"`{name}` not found on PATH; {hint}")
-    return path
-
-
-def run_build(cmd: Sequence[str | os.PathLike[str]], what: str) -> None:
-    argv = [str(c) for c in cmd]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise HarnessError(f"{what}: cannot run {argv[0]}: {exc}") from exc
-    if proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip()
-        raise HarnessError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n{msg}")
-
-
-def digest(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        b = p.encode() if isinstance(p, str) else p
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-    return h.hexdigest()[:16]
-
-
-def harness_source(name: str) -> Path:
-    path = HARNESS_DIR / name
-    if not path.is_file():
-        raise HarnessError(f"harness source {path} is missing")
-    return path
-
-
-def cached(final: Path, make: Callable[[Path], Path]) -> Path:
-    """`final` if it was built before; otherwise `make(tmp)` builds it in a
-    private temporary directory beside it and returns the file, which is then
-    moved into place (os.replace is atomic: a concurrent build of the same
-    key loses nothing)."""
-    if final.is_file():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=final.parent) as tmp_s:
-        os.replace(make(Path(tmp_s)), final)
-    return final
-
-
-def _build_program(workdir: Path, name: str, main_source: str) -> Path:
-    nasm, gcc = tool("nasm"), tool("gcc")
-    sources = [harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
-                                            "abi_check.h", "abi_check.asm")]
-    key = digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
-
-    def make(tmp: Path) -> Path:
-        obj = tmp / "abi_check.o"
-        run_build([nasm, "-f", ELF64.name, "-o", obj, HARNESS_DIR / "abi_check.asm"],
-             "assembling abi_check.asm")
-        run_build([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
-              HARNESS_DIR / main_source, HARNESS_DIR / "vectors.c", obj, "-ldl"],
-             f"building {name}")
-        return tmp / name
-
-    return cached(Path(workdir) / f"kg-harness-{key}" / name, make)
-
-
-def build_runner(workdir: Path) -> Path:
-    """Compiles ``kg_runner`` into ``workdir`` (cached) and returns its path."""
-    return _build_program(Path(workdir), "kg_runner", "runner.c")
-
-
-def build_batch(workdir: Path) -> Path:
-    """Compiles ``kg_batch`` into ``workdir`` (cached) and returns its path."""
-    return _build_program(Path(workdir), "kg_batch", "batch.c")
-
-
-def build_bench(workdir: Path) -> Path:
-    """Compiles ``kg_bench`` into ``workdir`` (cached) and returns its path."""
-    return _build_program(Path(workdir), "kg_bench", "bench.c")
-
-
-def assemble_shared(asm_path: Path, workdir: Path) -> Path:
-    """Assembles a NASM file as ELF, its symbols of default visibility, and
-    links it into a shared object.
-
-    The file's own directory is on the include path. The result is named
-    after the file and a hash of its text, so distinct versions never clash.
-    """
-    asm_path = Path(asm_path)
-    nasm, gcc = tool("nasm"), tool("gcc")
-    try:
-        text = asm_path.read_bytes()
-    except OSError as exc:
-        raise HarnessError(f"cannot read {asm_path}: {exc}") from exc
-
-    def make(tmp: Path) -> Path:
-        obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
-        # the harness looks the kernels up with dlsym: export them whatever the bundle's visibility
-        run_build([nasm, "-f", ELF64.name, "-DKERNGEN_VISIBILITY=default", "-I", f"{asm_path.resolve().parent}/",
-                   "-o", obj, asm_path], f"assembling {asm_path.name}")
-        run_build([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
-        return so
-
-    return cached(Path(workdir) / f"{asm_path.stem}-{digest(text)}.so", make)
-
-
-def bundle_library(bundle: Bundle, command: str, directory: Path, workdir: Path) -> Path:
-    """A bundle built for this machine (System V, ELF) rendered into `directory`
-    (its banners naming `command`) and assembled into a shared object."""
-    write(render(bundle, command), directory)
-    return assemble_shared(Path(directory) / bundle.target.platform.asm_file(bundle.name), workdir)
-
-
-def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,
-                   link: Sequence[str | os.PathLike[str]] = (), headers: Mapping[str, str] | None = None) -> Path:
-    """Compiles ``harness/<source>`` with ``flags`` into a shared object
-    (cached by the source, the harness headers, the generated `headers`
-    (name -> text, found first on the include path), the flags and what it
-    links: libraries and ``-l`` options) and returns it; `what` names the
-    build in errors. Generated headers are kept beside the object for reading."""
-    gcc = tool("gcc")
-    src = harness_source(source)
-    own = sorted(HARNESS_DIR.glob("*.h"))
-    made = dict(headers or {})
-    key = digest(src.read_bytes(), *(h.read_bytes() for h in own), *flags, *map(str, link),
-                  *(part for name, text in sorted(made.items()) for part in (name, text)))
-    final = Path(workdir) / f"{stem}-{key}" / "lib.so"
-
-    def make(tmp: Path) -> Path:
-        for name, text in made.items():
-            (tmp / name).write_text(text)
-        run_build([gcc, "-fPIC", "-shared", *flags, "-I", tmp, "-I", HARNESS_DIR, "-o", tmp / "lib.so", src, *link],
-             what)
-        for name in made:
-            os.replace(tmp / name, final.parent / name)
-        return tmp / "lib.so"
-
-    return cached(final, make)
-
 
 # ---------------------------------------------------------------------------
 # vector files and program runs
@@ -379,7 +204,7 @@ def check_libs(libs: Path | Sequence[Path]) -> list[Path]:
     return [p.resolve() for p in paths]
 
 
-def _describe_exit(code: int) -> str:
+def describe_exit(code: int) -> str:
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
@@ -447,9 +272,9 @@ def run_runner(
         if proc.returncode < 0 and len(results) < len(cases):
             # output is flushed per case: the first case without a verdict crashed
             crashed = cases[len(results)]
-            raise KernelFault(f"kg_runner {_describe_exit(proc.returncode)} while running case "
+            raise KernelFault(f"kg_runner {describe_exit(proc.returncode)} while running case "
                               f"{crashed.case_id!r} ({crashed.symbol}) {detail}".strip())
-        raise HarnessError(f"kg_runner {_describe_exit(proc.returncode)}: {detail.strip()}")
+        raise HarnessError(f"kg_runner {describe_exit(proc.returncode)}: {detail.strip()}")
     ids = [r.case_id for r in results]
     if ids != [c.case_id for c in cases]:
         raise HarnessError("kg_runner output does not list the cases given")
@@ -487,7 +312,7 @@ def run_bench(
         except subprocess.TimeoutExpired as exc:
             raise HarnessError(f"kg_bench timed out after {timeout} s") from exc
     if proc.returncode != 0:
-        raise HarnessError(f"kg_bench {_describe_exit(proc.returncode)}: {proc.stderr.strip()}")
+        raise HarnessError(f"kg_bench {describe_exit(proc.returncode)}: {proc.stderr.strip()}")
     results: list[BenchResult] = []
     for line in proc.stdout.splitlines():
         w = line.split()
@@ -536,7 +361,7 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
         if proc.returncode == BATCH_FAULT_STATUS or proc.returncode < 0:
             raise KernelFault(f"{symbol} under the checked call: {_batch_fault(proc.stdout, proc.returncode)}")
         if proc.returncode != 0:
-            raise HarnessError(f"kg_batch {_describe_exit(proc.returncode)} on {symbol}: "
+            raise HarnessError(f"kg_batch {describe_exit(proc.returncode)} on {symbol}: "
                                f"{(proc.stdout + proc.stderr).strip()}")
         raw = np.fromfile(tmp / "out.bin", dtype=kind)
     outs = [i for i, a in enumerate(args) if a["role"] != "in"]
@@ -553,7 +378,7 @@ def _batch_fault(stdout: str, code: int) -> str:
     """kg_batch's report of a broken call ("record K abi|canary|inmod DETAILS") in words."""
     words = stdout.split()
     if code < 0 or len(words) < 3 or words[0] != "record":
-        return f"kg_batch {_describe_exit(code)} {stdout.strip()}".strip()
+        return f"kg_batch {describe_exit(code)} {stdout.strip()}".strip()
     what = {"abi": "breaks the ABI:", "canary": "writes outside argument", "inmod": "modifies its input argument"}
     return f"call {words[1]} {what.get(words[2], words[2])} {' '.join(words[3:])}".strip()
 
@@ -570,27 +395,3 @@ def manifest_arg(arg: dict, dtype: str, data: Iterable[int] | None = None, alias
     align = arg.get("preferred_align", arg["align"]) if fastest else arg["align"]
     return Arg(arg["role"], element_bytes(dtype), arg["count"], align, None if data is None else tuple(data), alias_of,
                dtype.startswith("u"))
-
-
-def cpu_flags() -> set[str]:
-    """This machine's CPU feature flags, as /proc/cpuinfo names them (avx2, pclmulqdq, sse4_1, ...)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return {_CPUINFO_ALIASES.get(f, f) for f in line.split(":", 1)[-1].split()}
-
-
-_CPUINFO_ALIASES = {"pni": "sse3"}  # /proc/cpuinfo's names that differ from the extensions' own
-
-
-def abi_capabilities(workdir: Path) -> AbiCapabilities:
-    """Asks the runner which checks this CPU supports."""
-    runner = build_runner(Path(workdir))
-    proc = subprocess.run([str(runner), "--caps"], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"kg_runner --caps {_describe_exit(proc.returncode)}: {proc.stderr}")
-    caps = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
-    return AbiCapabilities(avx=caps.get("avx") == "1", xinuse=caps.get("xinuse") == "1")
-
