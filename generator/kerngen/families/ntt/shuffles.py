@@ -2,14 +2,21 @@
 
 A `Swap` exchanges a lane bit with a register-pair bit; an `Interleave`
 interleaves the elements of a register pair. Each is a short recipe of
-instruction-table opcodes, chosen by the distance the lanes travel:
+instruction-table opcodes, chosen by the distance the lanes travel and the
+register's width:
 
-    128 bits        permute 128-bit halves (vperm2i128 0x20 / 0x31)
+    128, 256 bits   pick 128-bit units of the pair: the first table row that
+                    does it at the register's width (vperm2i128 0x20 / 0x31 on
+                    256 bits; vshufi64x2 0x44 / 0xEE at distance 256 on 512
+                    bits, and twice a result at distance 128), found by
+                    running the rows' lane routes
      64 bits        interleave 64-bit units (vpunpck[lh]qdq)
      32, 16 bits    shift inside units twice as wide, blend odd units
     interleave      interleave elements of the lane width (vpunpck[lh]wd for 16-bit lanes)
 
-The builder emits a recipe; the layout planner runs the same recipe on
+Below 128 bits the rows work within each 128-bit lane, so the same recipe
+serves every width. A recipe's price is the instructions it takes. The
+builder emits a recipe; the layout planner runs the same recipe on
 coefficient indices through the table's lane routes (`ir.lanes`), so the
 order the planner predicts is the order the instructions make.
 """
@@ -20,7 +27,7 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, Imm, VReg
 from ...ir.lanes import SPLIT, move_lanes
-from ...machine.ops import by_width, spec
+from ...machine.ops import LANE_BLOCK_BITS, OPS, Op, Route, by_width, spec
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class Swap:
 @dataclass(frozen=True)
 class Interleave:
     """Element interleave of every register pair on `slot_bit`: within each
-    128-bit half, the top lane bit goes to the slot bit, the lower lane bits
+    128-bit lane, the top lane bit goes to the slot bit, the lower lane bits
     move up one and the slot bit comes down to lane bit 0."""
 
     slot_bit: int
@@ -45,47 +52,112 @@ class Interleave:
 Recipe = tuple[tuple[str, str, str, str | None, int | None], ...]
 
 ODD_UNITS = 0xAA
+# the rows picking 128-bit units of two sources by an immediate (vperm2i128, vshufi64x2)
+_UNIT_PICKS = "permute_halves"
+_IMMEDIATES = range(256)
 
 
-def recipe(step: Swap | Interleave, lane_bits: int) -> Recipe:
-    if isinstance(step, Interleave):
-        return (("lo", by_width("interleave_low", lane_bits), "x", "y", None),
-                ("hi", by_width("interleave_high", lane_bits), "x", "y", None))
-    distance = lane_bits << step.lane_bit
-    if distance == 128:
-        op = by_width("permute_halves", 128)
-        return (("lo", op, "x", "y", 0x20), ("hi", op, "x", "y", 0x31))
-    if distance == 64:
-        return (("lo", by_width("interleave_low", 64), "x", "y", None),
-                ("hi", by_width("interleave_high", 64), "x", "y", None))
-    sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
-    return (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
-            ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+@dataclass(frozen=True)
+class LaneMoves:
+    """The recipes of lane moves on registers of `register_bits` holding
+    `lane_bits`-bit lanes (vectors of fewer lanes live in the low ones)."""
+
+    lane_bits: int
+    register_bits: int
+    crossing: tuple[tuple[int, Recipe], ...]  # (distance, recipe) for each distance of 128 bits or more
+
+    @property
+    def register_lanes(self) -> int:
+        return self.register_bits // self.lane_bits
+
+    def recipe(self, step: Swap | Interleave) -> Recipe:
+        if isinstance(step, Interleave):
+            return (("lo", by_width("interleave_low", self.lane_bits), "x", "y", None),
+                    ("hi", by_width("interleave_high", self.lane_bits), "x", "y", None))
+        distance = self.lane_bits << step.lane_bit
+        if distance >= LANE_BLOCK_BITS:
+            return dict(self.crossing)[distance]
+        if distance == 64:
+            return (("lo", by_width("interleave_low", 64), "x", "y", None),
+                    ("hi", by_width("interleave_high", 64), "x", "y", None))
+        sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
+        return (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
+                ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+
+    def cost(self, step: Swap | Interleave) -> int:
+        """The price of `step`: the instructions its recipe takes."""
+        return len(self.recipe(step))
+
+    def emit(self, b: Builder, x: VReg, y: VReg, step: Swap | Interleave) -> tuple[VReg, VReg]:
+        """The lane movement of `step` on the pair (x, y), as instructions."""
+        env = {"x": x, "y": y}
+        for dst, op, a, c, imm in self.recipe(step):
+            sources = [env[a]] + ([env[c]] if c else []) + ([Imm(imm)] if imm is not None else [])
+            env[dst] = b.op(op, *sources)
+        return env["lo"], env["hi"]
+
+    def simulate(self, step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
+        """The same movement on lists of payloads (one per lane of a vector of
+        len(lo) lanes, living in the low lanes of the register)."""
+        lanes = len(lo)
+        pad = [None] * (self.register_lanes - lanes)
+        env = {"x": list(lo) + pad, "y": list(hi) + pad}
+        for dst, op, a, c, imm in self.recipe(step):
+            sources = [env[a]] + ([env[c]] if c else [])
+            out = move_lanes(spec(op), sources, imm, self.lane_bits, self.register_lanes, None)
+            if out is None or any(v is SPLIT for v in out):
+                raise AssertionError(f"layout step {step}: {op} does not move whole lanes")
+            env[dst] = out
+        for name in ("lo", "hi"):
+            if any(v is None for v in env[name][:lanes]) or any(v is not None for v in env[name][lanes:]):
+                raise AssertionError(f"layout step {step} moves data across the vector's {lanes} lanes")
+        return env["lo"][:lanes], env["hi"][:lanes]
 
 
-def emit_step(b: Builder, x: VReg, y: VReg, step: Swap | Interleave, lane_bits: int) -> tuple[VReg, VReg]:
-    """The lane movement of `step` on the pair (x, y), as instructions."""
-    env = {"x": x, "y": y}
-    for dst, op, a, c, imm in recipe(step, lane_bits):
-        sources = [env[a]] + ([env[c]] if c else []) + ([Imm(imm)] if imm is not None else [])
-        env[dst] = b.op(op, *sources)
-    return env["lo"], env["hi"]
+def lane_moves(lane_bits: int, register_bits: int) -> LaneMoves:
+    """The lane moves of one register width, those across 128-bit lanes found in the table."""
+    distances = [LANE_BLOCK_BITS << k for k in range((register_bits // LANE_BLOCK_BITS).bit_length() - 1)]
+    return LaneMoves(lane_bits, register_bits, tuple((d, _unit_picks(d, register_bits)) for d in distances))
 
 
-def simulate_step(step: Swap | Interleave, lo: list, hi: list, lane_bits: int, register_lanes: int
-                  ) -> tuple[list, list]:
-    """The same movement on lists of payloads (one per lane of a vector of
-    len(lo) lanes, living in the low lanes of a register of `register_lanes`)."""
-    lanes = len(lo)
-    pad = [None] * (register_lanes - lanes)
-    env = {"x": list(lo) + pad, "y": list(hi) + pad}
-    for dst, op, a, c, imm in recipe(step, lane_bits):
-        sources = [env[a]] + ([env[c]] if c else [])
-        out = move_lanes(spec(op), sources, imm, lane_bits, register_lanes, None)
-        if out is None or any(v is SPLIT for v in out):
-            raise AssertionError(f"layout step {step}: {op} does not move whole lanes")
-        env[dst] = out
-    for name in ("lo", "hi"):
-        if any(v is None for v in env[name][:lanes]) or any(v is not None for v in env[name][lanes:]):
-            raise AssertionError(f"layout step {step} moves data across the vector's {lanes} lanes")
-    return env["lo"][:lanes], env["hi"][:lanes]
+def _unit_picks(distance: int, register_bits: int) -> Recipe:
+    """A swap of the 128-bit units `distance` bits apart between a register pair
+    (x, y): lo takes the units with that bit of their position clear from both,
+    in place of x's set ones, hi the set ones. Done by the first row of the
+    table picking units (in table order, so a VEX row before an EVEX one) that
+    makes each result in one instruction, else the first making it in two: the
+    row on the pair, then on that result alone."""
+    units = register_bits // LANE_BLOCK_BITS
+    bit = distance // LANE_BLOCK_BITS
+    want = {"lo": tuple((int(k & bit != 0), k & ~bit) for k in range(units)),
+            "hi": tuple((int(k & bit != 0), k | bit) for k in range(units))}
+    rows = [op for op in OPS.values() if op.generic == _UNIT_PICKS and op.move is not None]
+    for op in rows:
+        routes = _whole_routes(op, units)
+        found = {name: next((imm for imm, r in routes if r == w), None) for name, w in want.items()}
+        if None not in found.values():
+            return tuple((name, op.name, "x", "y", imm) for name, imm in found.items())
+    for op in rows:
+        routes = _whole_routes(op, units)
+        lines: list = []
+        for name, w in want.items():
+            pick = next(((first, then) for first, r in routes if set(w) <= set(r)
+                         for then, r2 in routes if tuple(r[j] for _, j in r2) == w), None)
+            if pick is None:
+                break
+            lines += [(f"{name}_units", op.name, "x", "y", pick[0]),
+                      (name, op.name, f"{name}_units", f"{name}_units", pick[1])]
+        else:
+            return tuple(lines)
+    raise ValueError(f"no row of the table swaps 128-bit units {distance} bits apart in {register_bits}-bit registers")
+
+
+def _whole_routes(op: Op, units: int) -> list[tuple[int, Route]]:
+    """The routes of a row on `units` 128-bit units for every immediate that moves no zero unit."""
+    out = []
+    for imm in _IMMEDIATES:
+        r = op.move.route(units, (units, units), imm, LANE_BLOCK_BITS)
+        if r is not None and None not in r:
+            out.append((imm, r))
+    return out
+
