@@ -60,7 +60,7 @@ def test_n256_on_16_bit_lanes_plans_for_512_bits(order, layers):
     """32 lanes in four 128-bit lanes of a 512-bit register: the plan's forward
     order is what its lane moves make, the inverse returns the natural order,
     and every lane move is instructions of table rows moving whole lanes of a
-    512-bit register; lanes 256 bits apart move with vshufi64x2."""
+    512-bit register (no VEX blend); lanes 256 bits apart move with vshufi64x2."""
     n = 256
     layout = plan(n, layers, wide_target(16), order)
     assert layout.lanes == 32 and layout.register_bits == 512 and layout.vectors == 8
@@ -80,7 +80,7 @@ def test_n256_on_16_bit_lanes_plans_for_512_bits(order, layers):
         ids = list(range(32))
         lo, hi = layout.shuffles.simulate(st, ids, [32 + i for i in ids])  # raises unless whole lanes move
         assert sorted(lo + hi) == list(range(64))
-    assert "vshufi64x2" in used and "vperm2i128" not in used
+    assert "vshufi64x2" in used and not used & {"vperm2i128", "vpblendd", "vpblendw"}
 
 
 def test_wider_lanes_plan_for_512_bits():
@@ -104,7 +104,26 @@ def test_lane_moves_across_128_bit_lanes_come_from_the_table():
     assert quads.simulate(Swap(1, 0), x, y) == (["x0", "x1", "y0", "y1", "x4", "x5", "y4", "y5"],
                                                 ["x2", "x3", "y2", "y3", "x6", "x7", "y6", "y7"])
     assert quads.simulate(Swap(2, 0), x, y) == (x[:4] + y[:4], x[4:] + y[4:])
-    assert lane_moves(16, 128).crossing == ()
+    assert dict(lane_moves(16, 128).swaps).keys() == {16, 32, 64}
+
+
+def test_swaps_inside_128_bit_lanes_take_rows_that_have_the_width():
+    """VEX blends stop at 256 bits: there a swap of neighbouring words is two
+    shifts and two blends as always; on 512 bits each source's even words are
+    gathered (three shuffles) and the pair interleaved, which the search pays
+    eight instructions for."""
+    assert [line[1] for line in lane_moves(16, 256).recipe(Swap(0, 0))] == ["vpslld", "vpblendw", "vpsrld", "vpblendw"]
+    wide = lane_moves(16, 512)
+    assert [line[1] for line in wide.recipe(Swap(0, 0))] == ["vpshuflw", "vpshufhw", "vpshufd"] * 2 + \
+        ["vpunpcklwd", "vpunpckhwd"]
+    assert [line[1] for line in wide.recipe(Swap(1, 0))] == ["vpshufd", "vpshufd", "vpunpckldq", "vpunpckhdq"]
+    assert wide.cost(Swap(0, 0)) == 8
+    x, y = list(range(32)), list(range(32, 64))
+    assert wide.simulate(Swap(0, 0), x, y) == ([v for i in range(0, 32, 2) for v in (i, 32 + i)],
+                                               [v for i in range(1, 32, 2) for v in (i, 32 + i)])
+    assert move_lanes(spec("vpblendd"), [x, y], 0xAA, 16, 32, None) is None
+    assert move_lanes(spec("vpblendd"), [x[:16], y[:16]], 0xAA, 16, 16, None) == x[:2] + y[2:4] + x[4:6] + \
+        y[6:8] + x[8:10] + y[10:12] + x[12:14] + y[14:16]
 
 
 def test_vshufi64x2_route_picks_128_bit_lanes_of_two_sources():

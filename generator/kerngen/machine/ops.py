@@ -164,6 +164,8 @@ def _broadcast(n, srcs, imm, u):
     return ((0, 0),) * n
 
 
+_VEX_WIDEST = 256  # bits of the widest register a VEX encoding names (ymm)
+
 # in-lane shuffles (unpacks, pshufd, pshuflw/pshufhw, byte shifts, alignr) work within each 128-bit lane
 # of a register, whatever its width
 LANE_BLOCK_BITS = 128
@@ -188,6 +190,10 @@ def _unpack(high: bool):
 
 
 def _blend(n, srcs, imm, u):
+    """A unit of the second source where its immediate bit (repeating every 8 units) is set; VEX forms
+    only, so registers of at most 256 bits."""
+    if n * u > _VEX_WIDEST:
+        return None
     return tuple((1, k) if imm >> (k % 8) & 1 else (0, k) for k in range(n))
 
 
@@ -530,7 +536,6 @@ _row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", "vpinsrq", "pinsrq", _needs("SSE4.1
 # one 16-bit element from memory into the element the immediate names, the others from the first source
 _row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", "vpinsrw", "pinsrw", _needs("SSE2", "AVX"), tied=True, elem=16,
      move=Move(16, _insert_element))
-
 
 
 # --- AVX-512 rows --------------------------------------------------------------------------------

@@ -11,11 +11,14 @@ register's width:
                     bits, and twice a result at distance 128), found by
                     running the rows' lane routes
      64 bits        interleave 64-bit units (vpunpck[lh]qdq)
-     32, 16 bits    shift inside units twice as wide, blend odd units
+     32, 16 bits    shift inside units twice as wide, blend odd units; where
+                    the blends have no form (512 bits): gather each source's
+                    even units (vpshufd, and vpshuf[lh]w for 16 bits), interleave
     interleave      interleave elements of the lane width (vpunpck[lh]wd for 16-bit lanes)
 
-Below 128 bits the rows work within each 128-bit lane, so the same recipe
-serves every width. A recipe's price is the instructions it takes. The
+Below 128 bits the rows work within each 128-bit lane. Of the recipes for a
+distance, a register width takes the first whose rows' lane routes make the
+swap at that width. A recipe's price is the instructions it takes. The
 builder emits a recipe; the layout planner runs the same recipe on
 coefficient indices through the table's lane routes (`ir.lanes`), so the
 order the planner predicts is the order the instructions make.
@@ -52,6 +55,9 @@ class Interleave:
 Recipe = tuple[tuple[str, str, str, str | None, int | None], ...]
 
 ODD_UNITS = 0xAA
+# four units reordered 0, 2, 1, 3 (pshufd, pshuflw, pshufhw): applied from the narrowest units up, the
+# even units of each 128-bit lane come first
+EVENS_FIRST = 0xD8
 # the rows picking 128-bit units of two sources by an immediate (vperm2i128, vshufi64x2)
 _UNIT_PICKS = "permute_halves"
 _IMMEDIATES = range(256)
@@ -64,7 +70,7 @@ class LaneMoves:
 
     lane_bits: int
     register_bits: int
-    crossing: tuple[tuple[int, Recipe], ...]  # (distance, recipe) for each distance of 128 bits or more
+    swaps: tuple[tuple[int, Recipe], ...]  # (distance, recipe) for every distance a lane can travel
 
     @property
     def register_lanes(self) -> int:
@@ -74,15 +80,7 @@ class LaneMoves:
         if isinstance(step, Interleave):
             return (("lo", by_width("interleave_low", self.lane_bits), "x", "y", None),
                     ("hi", by_width("interleave_high", self.lane_bits), "x", "y", None))
-        distance = self.lane_bits << step.lane_bit
-        if distance >= LANE_BLOCK_BITS:
-            return dict(self.crossing)[distance]
-        if distance == 64:
-            return (("lo", by_width("interleave_low", 64), "x", "y", None),
-                    ("hi", by_width("interleave_high", 64), "x", "y", None))
-        sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
-        return (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
-                ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+        return dict(self.swaps)[self.lane_bits << step.lane_bit]
 
     def cost(self, step: Swap | Interleave) -> int:
         """The price of `step`: the instructions its recipe takes."""
@@ -101,23 +99,73 @@ class LaneMoves:
         len(lo) lanes, living in the low lanes of the register)."""
         lanes = len(lo)
         pad = [None] * (self.register_lanes - lanes)
-        env = {"x": list(lo) + pad, "y": list(hi) + pad}
-        for dst, op, a, c, imm in self.recipe(step):
-            sources = [env[a]] + ([env[c]] if c else [])
-            out = move_lanes(spec(op), sources, imm, self.lane_bits, self.register_lanes, None)
-            if out is None or any(v is SPLIT for v in out):
-                raise AssertionError(f"layout step {step}: {op} does not move whole lanes")
-            env[dst] = out
-        for name in ("lo", "hi"):
-            if any(v is None for v in env[name][:lanes]) or any(v is not None for v in env[name][lanes:]):
+        moved = _run(self.recipe(step), list(lo) + pad, list(hi) + pad, self.lane_bits, self.register_lanes)
+        if moved is None:
+            raise AssertionError(f"layout step {step}: its recipe does not move whole lanes")
+        for out in moved:
+            if any(v is None for v in out[:lanes]) or any(v is not None for v in out[lanes:]):
                 raise AssertionError(f"layout step {step} moves data across the vector's {lanes} lanes")
-        return env["lo"][:lanes], env["hi"][:lanes]
+        return moved[0][:lanes], moved[1][:lanes]
+
+
+def _run(recipe: Recipe, x: list, y: list, lane_bits: int, register_lanes: int) -> tuple[list, list] | None:
+    """The pair after `recipe`, through the table's lane routes; None if a row
+    does not move whole lanes (or has no form) at this register width."""
+    env = {"x": x, "y": y}
+    for dst, op, a, c, imm in recipe:
+        sources = [env[a]] + ([env[c]] if c else [])
+        out = move_lanes(spec(op), sources, imm, lane_bits, register_lanes, None)
+        if out is None or any(v is SPLIT for v in out):
+            return None
+        env[dst] = out
+    return env["lo"], env["hi"]
 
 
 def lane_moves(lane_bits: int, register_bits: int) -> LaneMoves:
-    """The lane moves of one register width, those across 128-bit lanes found in the table."""
-    distances = [LANE_BLOCK_BITS << k for k in range((register_bits // LANE_BLOCK_BITS).bit_length() - 1)]
-    return LaneMoves(lane_bits, register_bits, tuple((d, _unit_picks(d, register_bits)) for d in distances))
+    """The lane moves of one register width: for each distance inside a
+    128-bit lane the cheapest recipe whose rows do the swap at this width, for
+    each distance across them the table's rows picking 128-bit units."""
+    swaps = []
+    distance = lane_bits
+    while distance < register_bits:
+        if distance >= LANE_BLOCK_BITS:
+            swaps.append((distance, _unit_picks(distance, register_bits)))
+        else:
+            fits = [r for r in _in_lane_recipes(distance) if _swaps(r, distance, lane_bits, register_bits)]
+            if not fits:
+                raise ValueError(f"no recipe swaps lanes {distance} bits apart in {register_bits}-bit registers")
+            swaps.append((distance, fits[0]))
+        distance *= 2
+    return LaneMoves(lane_bits, register_bits, tuple(swaps))
+
+
+def _in_lane_recipes(distance: int) -> list[Recipe]:
+    """Recipes swapping the units `distance` bits apart inside each 128-bit
+    lane of a pair, cheapest first: 64-bit units interleaved; narrower ones
+    shifted into place in units twice as wide and blended (VEX blends, at most
+    256 bits), or each source's even units gathered first, then interleaved."""
+    low, high = by_width("interleave_low", distance), by_width("interleave_high", distance)
+    if distance == 64:
+        return [(("lo", low, "x", "y", None), ("hi", high, "x", "y", None))]
+    sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
+    shift_blend = (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
+                   ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+    chain = ([by_width("shuffle_low", 16), by_width("shuffle_high", 16)] if distance == 16 else []) + ["vpshufd"]
+    gather: list = []
+    for src in ("x", "y"):
+        gather += [(f"{src}{k}", op, f"{src}{k - 1}" if k else src, None, EVENS_FIRST) for k, op in enumerate(chain)]
+    last = len(chain) - 1
+    gather += [("lo", low, f"x{last}", f"y{last}", None), ("hi", high, f"x{last}", f"y{last}", None)]
+    return [shift_blend, tuple(gather)]
+
+
+def _swaps(recipe: Recipe, distance: int, lane_bits: int, register_bits: int) -> bool:
+    """Whether `recipe` swaps the lanes `distance` bits apart of a register pair."""
+    lanes, bit = register_bits // lane_bits, distance // lane_bits
+    x, y = list(range(lanes)), list(range(lanes, 2 * lanes))
+    lo = [y[i & ~bit] if i & bit else x[i] for i in range(lanes)]
+    hi = [y[i] if i & bit else x[i | bit] for i in range(lanes)]
+    return _run(recipe, x, y, lane_bits, lanes) == (lo, hi)
 
 
 def _unit_picks(distance: int, register_bits: int) -> Recipe:
