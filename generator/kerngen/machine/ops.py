@@ -148,7 +148,9 @@ class Move:
     `route(dest_units, src_units, imm, unit_bits)` gives, per destination
     unit, (source index among the instruction's sources, unit index) or
     None for a zero unit; `src_units` are the sources' sizes in units. A
-    route of None says this immediate is not a movement at all.
+    route of None says this immediate, or this register width (a
+    destination of `dest_units` units), is not a movement of the instruction.
+    Routes are written for any register width the instruction has.
     """
 
     unit: int
@@ -163,9 +165,16 @@ def _broadcast(n, srcs, imm, u):
     return ((0, 0),) * n
 
 
+_VEX_WIDEST = 256  # bits of the widest register a VEX encoding names (ymm)
+
+# in-lane shuffles (unpacks, pshufd, pshuflw/pshufhw, byte shifts, alignr) work within each 128-bit lane
+# of a register, whatever its width
+LANE_BLOCK_BITS = 128
+
+
 def _halves(n, u):
-    """Units per 128-bit half and the halves' first units."""
-    per = max(1, 128 // u)
+    """Units per 128-bit lane and the lanes' first units."""
+    per = max(1, LANE_BLOCK_BITS // u)
     return per, range(0, n, per)
 
 
@@ -182,10 +191,17 @@ def _unpack(high: bool):
 
 
 def _blend(n, srcs, imm, u):
+    """A unit of the second source where its immediate bit (repeating every 8 units) is set; VEX forms
+    only, so registers of at most 256 bits."""
+    if n * u > _VEX_WIDEST:
+        return None
     return tuple((1, k) if imm >> (k % 8) & 1 else (0, k) for k in range(n))
 
 
 def _perm2x128(n, srcs, imm, u):
+    """The two halves of a 256-bit register, each any half of either source (or zero)."""
+    if n != 2:
+        return None
     out = []
     for h in range(2):
         sel = imm >> (4 * h) & 0xF
@@ -213,7 +229,8 @@ def _pshufhw(n, srcs, imm, u):
 
 
 def _permq(n, srcs, imm, u):
-    return tuple((0, imm >> (2 * k) & 3) for k in range(n))
+    """64-bit units: each 256-bit half of the destination picks units of the same half by the immediate."""
+    return tuple((0, k - k % 4 + (imm >> (2 * (k % 4)) & 3)) for k in range(n))
 
 
 def _alignr(n, srcs, imm, u):
@@ -375,8 +392,8 @@ IDENTITY = Move(0, _identity)
 _ROWS: list[Op] = []
 
 
-_CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd", "vpbroadcastq",
-             "vpbroadcastq_x"}  # vector forms that move data between the 128-bit halves
+_CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd",
+             "vpbroadcastq", "vpbroadcastq_x"}  # vector forms that move data between the 128-bit halves
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
@@ -537,6 +554,27 @@ _row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1
 # one 16-bit element from memory into the element the immediate names, the others from the first source
 _row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2", "AVX", widths=_XMM), elem=16,
      move=Move(16, _insert_element))
+
+
+# --- AVX-512 rows --------------------------------------------------------------------------------
+# EVEX encodings only (no legacy or VEX form), needing AVX512F (the 256-bit form AVX512VL too); the
+# row format cannot say "EVEX" yet, so `_needs` lists the extensions under its VEX entries. Listed
+# last: where a VEX row does the same movement (vperm2i128 on 256 bits), lane-move searches that
+# take the first row in table order keep the VEX row.
+
+
+def _shuffle128x2(n, srcs, imm, u):
+    """128-bit units: the low half of the destination's from the first source, the high half from the
+    second, each unit picked by the immediate (one bit a unit on 256 bits, two on 512)."""
+    if n not in (2, 4):
+        return None
+    width = n.bit_length() - 1
+    return tuple((2 * k // n, imm >> (width * k) & (n - 1)) for k in range(n))
+
+
+_row("vshufi64x2", _VEX3I, "shuffle", "vshufi64x2", None,
+     _needs(None, "AVX512F", extra256=("AVX512VL",), avx256="AVX512F"), elem=128,
+     generic="permute_halves", move=Move(128, _shuffle128x2))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
 

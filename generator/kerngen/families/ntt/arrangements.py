@@ -15,7 +15,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .shuffles import Interleave, Swap, recipe
+from .shuffles import Interleave, LaneMoves, Swap
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,14 @@ class Moves:
     lane_index_bits: int
     slot_bits: int
     half_bits: int  # lane bits an Interleave rotates (0: none fits)
-    elem_bits: int
+    shuffles: LaneMoves  # the moves' instructions, which price them
 
     def steps(self, swaps_only: bool) -> list[tuple[Swap | Interleave, int]]:
         """Every move, with its price: the instructions its recipe takes."""
         out: list[Swap | Interleave] = [Swap(l, s) for l in range(self.lane_index_bits) for s in range(self.slot_bits)]
         if self.half_bits and not swaps_only:
             out += [Interleave(s) for s in range(self.slot_bits)]
-        return [(st, len(recipe(st, self.elem_bits))) for st in out]
+        return [(st, self.shuffles.cost(st)) for st in out]
 
     def apply(self, st: Swap | Interleave, a: tuple[int, ...]) -> tuple[int, ...]:
         x = list(a)

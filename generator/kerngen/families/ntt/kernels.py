@@ -28,7 +28,6 @@ from .layout import Butterflies, NttLayout, block_units, pairs, register_key, un
 from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
-from .shuffles import emit_step
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
             for st in p.steps:
                 for lo, hi in pairs(len(regs), st.slot_bit):
                     if not isinstance(st, Butterflies):
-                        regs[lo], regs[hi] = emit_step(b, regs[lo], regs[hi], st, bits)
+                        regs[lo], regs[hi] = layout.shuffles.emit(b, regs[lo], regs[hi], st)
                         idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
                         continue
                     due, before = sched.reduced_before(st.layer), sched.bounds_before(st.layer)
@@ -208,8 +207,8 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             idx = [order[v] for v in unit]
             for st in layout.block_steps:  # block coefficients into registers of their own
                 for lo, hi in unit_pairs(unit, st.slot_bit):
-                    ra[lo], ra[hi] = emit_step(b, ra[lo], ra[hi], st, bits)
-                    rb[lo], rb[hi] = emit_step(b, rb[lo], rb[hi], st, bits)
+                    ra[lo], ra[hi] = layout.shuffles.emit(b, ra[lo], ra[hi], st)
+                    rb[lo], rb[hi] = layout.shuffles.emit(b, rb[lo], rb[hi], st)
                     idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
             groups = _same_blocks(idx, d)
             for _, at in groups:
@@ -243,7 +242,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
                 out[at[k]] = r
         for st in reversed(layout.block_steps):  # and back where the NTT domain keeps them
             for lo, hi in unit_pairs(unit, st.slot_bit):
-                out[lo], out[hi] = emit_step(b, out[lo], out[hi], st, bits)
+                out[lo], out[hi] = layout.shuffles.emit(b, out[lo], out[hi], st)
         for v, r in zip(unit, out):
             _store(b, _vector(layout, v), r)
     units = block_units(layout)

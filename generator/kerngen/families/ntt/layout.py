@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
-from ...machine.ops import has
+from ...machine.ops import LANE_BLOCK_BITS, has
 from ...machine.target import Target
 from .arrangements import Moves
 from .params import ORDERS
-from .shuffles import Interleave, Swap, simulate_step
+from .shuffles import Interleave, LaneMoves, Swap, lane_moves
 
 
 def vector_lanes(n: int, d: int, target: Target) -> int:
@@ -119,16 +120,17 @@ class NttLayout:
         return self.n // self.lanes
 
     @property
-    def register_lanes(self) -> int:
-        return self.register_bits // self.lane_bits
-
-    @property
     def vector_bytes(self) -> int:
         return self.lanes * self.lane_bits // 8
 
+    @cached_property  # asked for every lane move the kernels and the plan make
+    def shuffles(self) -> LaneMoves:
+        """The instructions of lane moves in this layout's registers."""
+        return lane_moves(self.lane_bits, self.register_bits)
+
     def move(self, step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
         """Where `step` puts the payloads of a register pair."""
-        return simulate_step(step, lo, hi, self.lane_bits, self.register_lanes)
+        return self.shuffles.simulate(step, lo, hi)
 
     def vector_indices(self, order) -> list[list[int]]:
         return split_vectors(order, self.lanes)
@@ -257,12 +259,12 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     if steps:
         passes.append(Pass(groups, tuple(steps)))
     inverse = [Pass(p.groups, p.steps[::-1]) for p in passes[::-1]]
-    half_bits = (128 // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit half
+    half_bits = (LANE_BLOCK_BITS // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit lane
     forward = [Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes]
-    register_bits = max(128, lanes * target.lane_bits)  # fewer lanes than a 128-bit register: its low lanes
+    register_bits = max(LANE_BLOCK_BITS, lanes * target.lane_bits)  # fewer lanes than an xmm: its low lanes
     layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
     fastest = _simulate_order(layout, forward)
-    moves = Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, target.lane_bits)
+    moves = Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, layout.shuffles)
     arrangement = _bit_arrangement(fastest)
     goal = _goal_arrangement(order, log_n, d_bits)
     if goal is None:

@@ -2,14 +2,24 @@
 
 A `Swap` exchanges a lane bit with a register-pair bit; an `Interleave`
 interleaves the elements of a register pair. Each is a short recipe of
-instruction-table opcodes, chosen by the distance the lanes travel:
+instruction-table opcodes, chosen by the distance the lanes travel and the
+register's width:
 
-    128 bits        permute 128-bit halves (vperm2i128 0x20 / 0x31)
+    128, 256 bits   pick 128-bit units of the pair: the first table row that
+                    does it at the register's width (vperm2i128 0x20 / 0x31 on
+                    256 bits; vshufi64x2 0x44 / 0xEE at distance 256 on 512
+                    bits, and twice a result at distance 128), found by
+                    running the rows' lane routes
      64 bits        interleave 64-bit units (vpunpck[lh]qdq)
-     32, 16 bits    shift inside units twice as wide, blend odd units
+     32, 16 bits    shift inside units twice as wide, blend odd units; where
+                    the blends have no form (512 bits): gather each source's
+                    even units (vpshufd, and vpshuf[lh]w for 16 bits), interleave
     interleave      interleave elements of the lane width (vpunpck[lh]wd for 16-bit lanes)
 
-The builder emits a recipe; the layout planner runs the same recipe on
+Below 128 bits the rows work within each 128-bit lane. Of the recipes for a
+distance, a register width takes the first whose rows' lane routes make the
+swap at that width. A recipe's price is the instructions it takes. The
+builder emits a recipe; the layout planner runs the same recipe on
 coefficient indices through the table's lane routes (`ir.lanes`), so the
 order the planner predicts is the order the instructions make.
 """
@@ -20,7 +30,7 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, Imm, VReg
 from ...ir.lanes import SPLIT, move_lanes
-from ...machine.ops import by_width, spec
+from ...machine.ops import LANE_BLOCK_BITS, OPS, Op, Route, by_width, spec
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class Swap:
 @dataclass(frozen=True)
 class Interleave:
     """Element interleave of every register pair on `slot_bit`: within each
-    128-bit half, the top lane bit goes to the slot bit, the lower lane bits
+    128-bit lane, the top lane bit goes to the slot bit, the lower lane bits
     move up one and the slot bit comes down to lane bit 0."""
 
     slot_bit: int
@@ -45,47 +55,157 @@ class Interleave:
 Recipe = tuple[tuple[str, str, str, str | None, int | None], ...]
 
 ODD_UNITS = 0xAA
+# four units reordered 0, 2, 1, 3 (pshufd, pshuflw, pshufhw): applied from the narrowest units up, the
+# even units of each 128-bit lane come first
+EVENS_FIRST = 0xD8
+# the rows picking 128-bit units of two sources by an immediate (vperm2i128, vshufi64x2)
+_UNIT_PICKS = "permute_halves"
+_IMMEDIATES = range(256)
 
 
-def recipe(step: Swap | Interleave, lane_bits: int) -> Recipe:
-    if isinstance(step, Interleave):
-        return (("lo", by_width("interleave_low", lane_bits), "x", "y", None),
-                ("hi", by_width("interleave_high", lane_bits), "x", "y", None))
-    distance = lane_bits << step.lane_bit
-    if distance == 128:
-        op = by_width("permute_halves", 128)
-        return (("lo", op, "x", "y", 0x20), ("hi", op, "x", "y", 0x31))
-    if distance == 64:
-        return (("lo", by_width("interleave_low", 64), "x", "y", None),
-                ("hi", by_width("interleave_high", 64), "x", "y", None))
-    sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
-    return (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
-            ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+@dataclass(frozen=True)
+class LaneMoves:
+    """The recipes of lane moves on registers of `register_bits` holding
+    `lane_bits`-bit lanes (vectors of fewer lanes live in the low ones)."""
+
+    lane_bits: int
+    register_bits: int
+    swaps: tuple[tuple[int, Recipe], ...]  # (distance, recipe) for every distance a lane can travel
+
+    @property
+    def register_lanes(self) -> int:
+        return self.register_bits // self.lane_bits
+
+    def recipe(self, step: Swap | Interleave) -> Recipe:
+        if isinstance(step, Interleave):
+            return (("lo", by_width("interleave_low", self.lane_bits), "x", "y", None),
+                    ("hi", by_width("interleave_high", self.lane_bits), "x", "y", None))
+        return dict(self.swaps)[self.lane_bits << step.lane_bit]
+
+    def cost(self, step: Swap | Interleave) -> int:
+        """The price of `step`: the instructions its recipe takes."""
+        return len(self.recipe(step))
+
+    def emit(self, b: Builder, x: VReg, y: VReg, step: Swap | Interleave) -> tuple[VReg, VReg]:
+        """The lane movement of `step` on the pair (x, y), as instructions."""
+        env = {"x": x, "y": y}
+        for dst, op, a, c, imm in self.recipe(step):
+            sources = [env[a]] + ([env[c]] if c else []) + ([Imm(imm)] if imm is not None else [])
+            env[dst] = b.op(op, *sources)
+        return env["lo"], env["hi"]
+
+    def simulate(self, step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
+        """The same movement on lists of payloads (one per lane of a vector of
+        len(lo) lanes, living in the low lanes of the register)."""
+        lanes = len(lo)
+        pad = [None] * (self.register_lanes - lanes)
+        moved = _run(self.recipe(step), list(lo) + pad, list(hi) + pad, self.lane_bits, self.register_lanes)
+        if moved is None:
+            raise AssertionError(f"layout step {step}: its recipe does not move whole lanes")
+        for out in moved:
+            if any(v is None for v in out[:lanes]) or any(v is not None for v in out[lanes:]):
+                raise AssertionError(f"layout step {step} moves data across the vector's {lanes} lanes")
+        return moved[0][:lanes], moved[1][:lanes]
 
 
-def emit_step(b: Builder, x: VReg, y: VReg, step: Swap | Interleave, lane_bits: int) -> tuple[VReg, VReg]:
-    """The lane movement of `step` on the pair (x, y), as instructions."""
+def _run(recipe: Recipe, x: list, y: list, lane_bits: int, register_lanes: int) -> tuple[list, list] | None:
+    """The pair after `recipe`, through the table's lane routes; None if a row
+    does not move whole lanes (or has no form) at this register width."""
     env = {"x": x, "y": y}
-    for dst, op, a, c, imm in recipe(step, lane_bits):
-        sources = [env[a]] + ([env[c]] if c else []) + ([Imm(imm)] if imm is not None else [])
-        env[dst] = b.op(op, *sources)
-    return env["lo"], env["hi"]
-
-
-def simulate_step(step: Swap | Interleave, lo: list, hi: list, lane_bits: int, register_lanes: int
-                  ) -> tuple[list, list]:
-    """The same movement on lists of payloads (one per lane of a vector of
-    len(lo) lanes, living in the low lanes of a register of `register_lanes`)."""
-    lanes = len(lo)
-    pad = [None] * (register_lanes - lanes)
-    env = {"x": list(lo) + pad, "y": list(hi) + pad}
-    for dst, op, a, c, imm in recipe(step, lane_bits):
+    for dst, op, a, c, imm in recipe:
         sources = [env[a]] + ([env[c]] if c else [])
         out = move_lanes(spec(op), sources, imm, lane_bits, register_lanes, None)
         if out is None or any(v is SPLIT for v in out):
-            raise AssertionError(f"layout step {step}: {op} does not move whole lanes")
+            return None
         env[dst] = out
-    for name in ("lo", "hi"):
-        if any(v is None for v in env[name][:lanes]) or any(v is not None for v in env[name][lanes:]):
-            raise AssertionError(f"layout step {step} moves data across the vector's {lanes} lanes")
-    return env["lo"][:lanes], env["hi"][:lanes]
+    return env["lo"], env["hi"]
+
+
+def lane_moves(lane_bits: int, register_bits: int) -> LaneMoves:
+    """The lane moves of one register width: for each distance inside a
+    128-bit lane the cheapest recipe whose rows do the swap at this width, for
+    each distance across them the table's rows picking 128-bit units."""
+    swaps = []
+    distance = lane_bits
+    while distance < register_bits:
+        if distance >= LANE_BLOCK_BITS:
+            swaps.append((distance, _unit_picks(distance, register_bits)))
+        else:
+            fits = [r for r in _in_lane_recipes(distance) if _swaps(r, distance, lane_bits, register_bits)]
+            if not fits:
+                raise ValueError(f"no recipe swaps lanes {distance} bits apart in {register_bits}-bit registers")
+            swaps.append((distance, fits[0]))
+        distance *= 2
+    return LaneMoves(lane_bits, register_bits, tuple(swaps))
+
+
+def _in_lane_recipes(distance: int) -> list[Recipe]:
+    """Recipes swapping the units `distance` bits apart inside each 128-bit
+    lane of a pair, cheapest first: 64-bit units interleaved; narrower ones
+    shifted into place in units twice as wide and blended (VEX blends, at most
+    256 bits), or each source's even units gathered first, then interleaved."""
+    low, high = by_width("interleave_low", distance), by_width("interleave_high", distance)
+    if distance == 64:
+        return [(("lo", low, "x", "y", None), ("hi", high, "x", "y", None))]
+    sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
+    shift_blend = (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
+                   ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+    chain = ([by_width("shuffle_low", 16), by_width("shuffle_high", 16)] if distance == 16 else []) + ["vpshufd"]
+    gather: list = []
+    for src in ("x", "y"):
+        gather += [(f"{src}{k}", op, f"{src}{k - 1}" if k else src, None, EVENS_FIRST) for k, op in enumerate(chain)]
+    last = len(chain) - 1
+    gather += [("lo", low, f"x{last}", f"y{last}", None), ("hi", high, f"x{last}", f"y{last}", None)]
+    return [shift_blend, tuple(gather)]
+
+
+def _swaps(recipe: Recipe, distance: int, lane_bits: int, register_bits: int) -> bool:
+    """Whether `recipe` swaps the lanes `distance` bits apart of a register pair."""
+    lanes, bit = register_bits // lane_bits, distance // lane_bits
+    x, y = list(range(lanes)), list(range(lanes, 2 * lanes))
+    lo = [y[i & ~bit] if i & bit else x[i] for i in range(lanes)]
+    hi = [y[i] if i & bit else x[i | bit] for i in range(lanes)]
+    return _run(recipe, x, y, lane_bits, lanes) == (lo, hi)
+
+
+def _unit_picks(distance: int, register_bits: int) -> Recipe:
+    """A swap of the 128-bit units `distance` bits apart between a register pair
+    (x, y): lo takes the units with that bit of their position clear from both,
+    in place of x's set ones, hi the set ones. Done by the first row of the
+    table picking units (in table order, so a VEX row before an EVEX one) that
+    makes each result in one instruction, else the first making it in two: the
+    row on the pair, then on that result alone."""
+    units = register_bits // LANE_BLOCK_BITS
+    bit = distance // LANE_BLOCK_BITS
+    want = {"lo": tuple((int(k & bit != 0), k & ~bit) for k in range(units)),
+            "hi": tuple((int(k & bit != 0), k | bit) for k in range(units))}
+    rows = [op for op in OPS.values() if op.generic == _UNIT_PICKS and op.move is not None]
+    for op in rows:
+        routes = _whole_routes(op, units)
+        found = {name: next((imm for imm, r in routes if r == w), None) for name, w in want.items()}
+        if None not in found.values():
+            return tuple((name, op.name, "x", "y", imm) for name, imm in found.items())
+    for op in rows:
+        routes = _whole_routes(op, units)
+        lines: list = []
+        for name, w in want.items():
+            pick = next(((first, then) for first, r in routes if set(w) <= set(r)
+                         for then, r2 in routes if tuple(r[j] for _, j in r2) == w), None)
+            if pick is None:
+                break
+            lines += [(f"{name}_units", op.name, "x", "y", pick[0]),
+                      (name, op.name, f"{name}_units", f"{name}_units", pick[1])]
+        else:
+            return tuple(lines)
+    raise ValueError(f"no row of the table swaps 128-bit units {distance} bits apart in {register_bits}-bit registers")
+
+
+def _whole_routes(op: Op, units: int) -> list[tuple[int, Route]]:
+    """The routes of a row on `units` 128-bit units for every immediate that moves no zero unit."""
+    out = []
+    for imm in _IMMEDIATES:
+        r = op.move.route(units, (units, units), imm, LANE_BLOCK_BITS)
+        if r is not None and None not in r:
+            out.append((imm, r))
+    return out
+
