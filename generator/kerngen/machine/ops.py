@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from .encoding import LEGACY, VEX, Encoding, Form
+from .encoding import EVEX, LEGACY, VEX, Encoding, Form
 
 # Operand slot kinds: "v" vector register, "vm" vector register or memory,
 # "m" memory only, "i" immediate, "g" general register, "gm" general or memory.
@@ -370,6 +370,15 @@ def _vex(mnemonic: str, avx: str, **kwargs) -> tuple[Form, ...]:
     return _forms(mnemonic, None, None, avx, **kwargs)
 
 
+def _evex(mnemonic: str, *extensions: str, widths: tuple[int, ...] = EVEX.widths) -> tuple[Form, ...]:
+    """EVEX forms on `widths` needing `extensions`, and AVX512VL on 128 and 256 bits."""
+    short = tuple(w for w in widths if w < 512)
+    out = [Form(EVEX, short, mnemonic, frozenset(extensions) | {"AVX512VL"}, EVEX.registers)] if short else []
+    if 512 in widths:
+        out.append(Form(EVEX, (512,), mnemonic, frozenset(extensions), EVEX.registers))
+    return tuple(out)
+
+
 _GENERAL_REGISTERS = 16  # rax .. r15
 
 
@@ -557,10 +566,9 @@ _row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2",
 
 
 # --- AVX-512 rows --------------------------------------------------------------------------------
-# EVEX encodings only (no legacy or VEX form), needing AVX512F (the 256-bit form AVX512VL too); the
-# row format cannot say "EVEX" yet, so `_needs` lists the extensions under its VEX entries. Listed
-# last: where a VEX row does the same movement (vperm2i128 on 256 bits), lane-move searches that
-# take the first row in table order keep the VEX row.
+# EVEX forms only (no legacy or VEX one), needing AVX512F (the 256-bit form AVX512VL too). Listed last:
+# where a VEX row does the same movement (vperm2i128 on 256 bits), lane-move searches that take the
+# first row in table order keep the VEX row.
 
 
 def _shuffle128x2(n, srcs, imm, u):
@@ -572,8 +580,7 @@ def _shuffle128x2(n, srcs, imm, u):
     return tuple((2 * k // n, imm >> (width * k) & (n - 1)) for k in range(n))
 
 
-_row("vshufi64x2", _VEX3I, "shuffle", "vshufi64x2", None,
-     _needs(None, "AVX512F", extra256=("AVX512VL",), avx256="AVX512F"), elem=128,
+_row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", "AVX512F", widths=(256, 512)), elem=128,
      generic="permute_halves", move=Move(128, _shuffle128x2))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
