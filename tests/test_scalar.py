@@ -111,7 +111,7 @@ def _run(body: tuple[Instr, ...], values: dict) -> dict:
         elif ins.op in ("mov", "load64_gpr"):
             regs[ops[0].number] = read(ops[1])
         else:
-            regs[ops[0].number] = spec(ins.op).arith.exact(read(ops[1]), read(ops[2]), 64)
+            regs[ops[0].number] = spec(ins.op).arith.exact((read(ops[1]), read(ops[2])), 64)
     return regs
 
 

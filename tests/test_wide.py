@@ -38,7 +38,7 @@ def _run(template: wide.Template, x: int, y: int) -> int:
     env = {"x": x, "y": y, "yh": y >> 32}
     for op, dst, a, c in template.steps:
         arith = spec(by_width(op, 64)).arith
-        env[dst] = unsigned(arith.exact(env[a], env[c] if isinstance(c, str) else c, 64), 64)
+        env[dst] = unsigned(arith.exact((env[a], env[c] if isinstance(c, str) else c), 64), 64)
     return env[template.result]
 
 

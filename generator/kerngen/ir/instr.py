@@ -101,7 +101,18 @@ class Imm:
     value: int
 
 
-Operand = VReg | GReg | PhysReg | Mem | Imm
+@dataclass(frozen=True)
+class KReg:
+    """A virtual opmask register: one bit per lane of the `bits`-wide vectors
+    it masks (a row with a "k" slot: merge- or zero-masking, the row's)."""
+
+    index: int
+    bits: int
+
+
+LANED = ("vec", "k")  # register kinds holding one entry per lane of `bits`-wide vectors
+
+Operand = VReg | GReg | KReg | PhysReg | Mem | Imm
 
 
 @dataclass(frozen=True)
@@ -237,6 +248,10 @@ class Builder:
     def greg(self) -> GReg:
         self._next_reg += 1
         return GReg(self._next_reg)
+
+    def kreg(self, bits: int | None = None) -> KReg:
+        self._next_reg += 1
+        return KReg(self._next_reg, bits or self.vector_bits)
 
     def emit(self, op: str, *operands: Operand, comment: str = "", idiom: IdiomTag | None = None) -> None:
         self.instrs.append(Instr(op, tuple(operands), comment, idiom))

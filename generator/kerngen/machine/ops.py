@@ -10,7 +10,9 @@ three operands, destination first (the VEX form). A row says
   the forms of its encoding (`Op.form`, `Isa.candidates`);
 - the element width it computes on, whether its sources commute, and its
   lane semantics: element-wise arithmetic (`Arith`: exact on integers and
-  numpy arrays, symbolic on SMT bit-vectors) or a movement of units
+  numpy arrays, symbolic on SMT bit-vectors, of any number of sources read
+  in slot order, an accumulating form's destination among them, and under
+  an opmask merging or zeroing, `Arith.masked`) or a movement of units
   between and within registers (`Move`).
 
 The legalisation, allocation, required-ISA and verification passes, the
@@ -27,8 +29,10 @@ from functools import cached_property
 from .encoding import EVEX, LEGACY, VEX, Encoding, Form
 
 # Operand slot kinds: "v" vector register, "vm" vector register or memory,
-# "m" memory only, "i" immediate, "g" general register, "gm" general or memory.
-# Access: "w" written, "r" read, "rw" both.
+# "m" memory only, "i" immediate, "g" general register, "gm" general or memory,
+# "k" opmask register (one bit per lane).
+# Access: "w" written, "r" read, "rw" both (an accumulating form's destination,
+# or a merge-masked one: the lanes the mask leaves keep the old value).
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ def _sig(text: str) -> tuple[Slot, ...]:
 
 def wrap(x, bits: int):
     """x as a signed `bits`-bit integer (two's complement wrap); ints and numpy arrays."""
+    if getattr(x, "dtype", None) is not None and x.dtype.itemsize * 8 == bits and x.dtype.kind == "i":
+        return x  # numpy arithmetic on `bits`-bit integers has wrapped already
     half = 1 << (bits - 1)
     return ((x + half) & ((1 << bits) - 1)) - half
 
@@ -71,17 +77,32 @@ def min_unsigned(a, b, bits: int):
     return min(ua, ub)
 
 
+def _where(cond, x, y):
+    """x where cond holds, else y; ints and numpy arrays."""
+    if hasattr(cond, "shape"):
+        import numpy as np
+
+        return np.where(cond, x, y)
+    return x if cond else y
+
+
 @dataclass(frozen=True)
 class Arith:
-    """Element-wise semantics on signed `bits`-bit elements.
+    """Element-wise semantics on signed `bits`-bit elements, of any number of sources.
 
-    `value(a, b, bits)` is the mathematical result before the wrap to `bits`
-    bits (on ints or numpy int64 arrays); the instruction's result is
-    `exact(a, b, bits)`. `smt(z3, a, b, bits)` is the wrapped result on z3
-    bit-vectors. `corners`: over a box of inputs, `value` takes its extremes
-    at the box's corners (monotone or bilinear), so intervals pass through
-    exactly. `checked`: outside a tagged reduction idiom, a value leaving
-    the signed range is an overflow, not an intended wrap.
+    The sources are the instruction's read operands in slot order: the
+    destination where it is read (an accumulating form, a merge-masked row)
+    first, then, in a masked row, the mask's bit for the lane (0 or 1), then
+    the operands; an immediate is the plain integer it is (a shift count, a
+    truth table).
+    `value(sources, bits)` is the mathematical result before the wrap to
+    `bits` bits (on ints or numpy int64 arrays); the instruction's result is
+    `exact(sources, bits)`. `smt(z3, sources, bits)` is the wrapped result on
+    z3 bit-vectors (immediates stay integers). `corners`: over a box of
+    inputs, `value` takes its extremes at the box's corners (monotone or
+    bilinear), so intervals pass through exactly. `checked`: outside a tagged
+    reduction idiom, a value leaving the signed range is an overflow, not an
+    intended wrap.
     """
 
     value: Callable
@@ -89,52 +110,117 @@ class Arith:
     corners: bool = False
     checked: bool = False
 
-    def exact(self, a, b, bits: int):
-        return wrap(self.value(a, b, bits), bits)
+    def exact(self, sources: tuple, bits: int):
+        return wrap(self.value(sources, bits), bits)
+
+    def masked(self, zeroing: bool, accumulating: bool) -> Arith:
+        """These semantics under an opmask: the sources gain the mask's bit
+        for the lane, after the destination's old value where it is read:
+        merge-masking keeps it where the bit is 0 (zero-masking writes 0
+        there), and an accumulating form reads it anyway. A corner of a box
+        is one of the inner semantics' corners or of the old lane, so
+        intervals still pass through corners where the inner ones do."""
+        def split(sources):
+            """(what a lane whose bit is 0 gets, the bit, the inner semantics' sources)"""
+            if zeroing and not accumulating:
+                return 0, sources[0], sources[1:]
+            old, bit, *rest = sources
+            return (0 if zeroing else old), bit, ((old, *rest) if accumulating else tuple(rest))
+
+        def value(sources, w):
+            kept, bit, inner = split(sources)
+            return _where(bit != 0, self.value(inner, w), kept)
+
+        def smt(z3, sources, w):
+            kept, bit, inner = split(sources)
+            return z3.If(bit != 0, self.smt(z3, inner, w), kept)
+
+        return Arith(value, smt, self.corners, self.checked)
+
+
+def _binary(value: Callable, smt: Callable, **kwargs) -> Arith:
+    """Semantics of two sources, written value(a, b, bits) and smt(z3, a, b, bits)."""
+    return Arith(lambda s, w: value(*s, w), lambda z3, s, w: smt(z3, *s, w), **kwargs)
 
 
 def _wide(z3, x, bits, signed=True):
     return z3.SignExt(bits, x) if signed else z3.ZeroExt(bits, x)
 
 
-ADD = Arith(lambda a, b, w: a + b, lambda z3, a, b, w: a + b, corners=True, checked=True)
-SUB = Arith(lambda a, b, w: a - b, lambda z3, a, b, w: a - b, corners=True, checked=True)
-MULLO = Arith(lambda a, b, w: a * b, lambda z3, a, b, w: a * b)
-MULHI = Arith(lambda a, b, w: (a * b) >> w,
-              lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w) * _wide(z3, b, w)), corners=True)
-MULHU = Arith(lambda a, b, w: (unsigned(a, w) * unsigned(b, w)) >> w,
-              lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w, False) * _wide(z3, b, w, False)))
+ADD = _binary(lambda a, b, w: a + b, lambda z3, a, b, w: a + b, corners=True, checked=True)
+SUB = _binary(lambda a, b, w: a - b, lambda z3, a, b, w: a - b, corners=True, checked=True)
+MULLO = _binary(lambda a, b, w: a * b, lambda z3, a, b, w: a * b)
+MULHI = _binary(lambda a, b, w: (a * b) >> w,
+                lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w) * _wide(z3, b, w)), corners=True)
+MULHU = _binary(lambda a, b, w: (unsigned(a, w) * unsigned(b, w)) >> w,
+                lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w, False) * _wide(z3, b, w, False)))
 # round((a*b) / 2^(w-1)): ((a*b >> (w-2)) + 1) >> 1
-MULHRS = Arith(lambda a, b, w: (((a * b) >> (w - 2)) + 1) >> 1,
-               lambda z3, a, b, w: z3.Extract(w, 1, ((_wide(z3, a, w) * _wide(z3, b, w)) >> (w - 2)) + 1),
-               corners=True)
-SRA = Arith(lambda a, k, w: a >> k, lambda z3, a, k, w: a >> k, corners=True)
-SRL = Arith(lambda a, k, w: unsigned(a, w) >> k, lambda z3, a, k, w: z3.LShR(a, k))
-SLL = Arith(lambda a, k, w: a << k, lambda z3, a, k, w: a << k)
-AND = Arith(lambda a, b, w: a & b, lambda z3, a, b, w: a & b)
-ANDN = Arith(lambda a, b, w: ~a & b, lambda z3, a, b, w: ~a & b)
-OR = Arith(lambda a, b, w: a | b, lambda z3, a, b, w: a | b)
-XOR = Arith(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
+MULHRS = _binary(lambda a, b, w: (((a * b) >> (w - 2)) + 1) >> 1,
+                 lambda z3, a, b, w: z3.Extract(w, 1, ((_wide(z3, a, w) * _wide(z3, b, w)) >> (w - 2)) + 1),
+                 corners=True)
+SRA = _binary(lambda a, k, w: a >> k, lambda z3, a, k, w: a >> k, corners=True)
+SRL = _binary(lambda a, k, w: unsigned(a, w) >> k, lambda z3, a, k, w: z3.LShR(a, k))
+SLL = _binary(lambda a, k, w: a << k, lambda z3, a, k, w: a << k)
+AND = _binary(lambda a, b, w: a & b, lambda z3, a, b, w: a & b)
+ANDN = _binary(lambda a, b, w: ~a & b, lambda z3, a, b, w: ~a & b)
+OR = _binary(lambda a, b, w: a | b, lambda z3, a, b, w: a | b)
+XOR = _binary(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
 # unsigned minimum: with x - c wrapping below zero, min(x, x - c) is x - c exactly where x >= c
-MINU = Arith(lambda a, b, w: min_unsigned(a, b, w), lambda z3, a, b, w: z3.If(z3.ULE(a, b), a, b))
-CMPGT = Arith(lambda a, b, w: (a > b) * -1, lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
+MINU = _binary(lambda a, b, w: min_unsigned(a, b, w), lambda z3, a, b, w: z3.If(z3.ULE(a, b), a, b))
+CMPGT = _binary(lambda a, b, w: (a > b) * -1,
+                lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
+# the same comparison into an opmask: the lane's bit (monotone in each source, so its extremes are at corners)
+CMPGT_MASK = _binary(lambda a, b, w: (a > b) * 1,
+                     lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(1, w), z3.BitVecVal(0, w)), corners=True)
 # the product of the low 32-bit halves of two elements, exact in 64 bits (vpmuludq on 64-bit lanes)
 _LOW32 = (1 << 32) - 1
-MUL32 = Arith(lambda a, b, w: (a & _LOW32) * (b & _LOW32),
-              lambda z3, a, b, w: z3.ZeroExt(w - 32, z3.Extract(31, 0, a)) * z3.ZeroExt(w - 32, z3.Extract(31, 0, b)))
+MUL32 = _binary(lambda a, b, w: (a & _LOW32) * (b & _LOW32),
+                lambda z3, a, b, w: z3.ZeroExt(w - 32, z3.Extract(31, 0, a)) * z3.ZeroExt(w - 32, z3.Extract(31, 0, b)))
 
 
 def _select_negative(a, b, w):
-    s = wrap(a, w)
-    if hasattr(s, "shape"):
-        import numpy as np
-
-        return np.where(s < 0, b, a)
-    return b if s < 0 else a
+    return _where(wrap(a, w) < 0, b, a)
 
 
 # b where a is negative (its sign bit set), else a: with a = x - c, x where x < c (a blend selected by a's signs)
-SELECT_NEGATIVE = Arith(_select_negative, lambda z3, a, b, w: z3.If(a < 0, b, a))
+SELECT_NEGATIVE = _binary(_select_negative, lambda z3, a, b, w: z3.If(a < 0, b, a))
+
+
+def _ternary(a, b, c, table: int):
+    """Bit i is bit (a_i b_i c_i) of the 8-bit truth table: the sum of the
+    table's minterms (ints, numpy arrays and z3 bit-vectors alike)."""
+    out = a ^ a
+    for m in range(8):
+        if table >> m & 1:
+            out = out | ((a if m & 4 else ~a) & (b if m & 2 else ~b) & (c if m & 1 else ~c))
+    return out
+
+
+# vpternlogd/q: any bitwise function of three sources, its truth table the immediate
+TERNARY = Arith(lambda s, w: _ternary(*s), lambda z3, s, w: _ternary(*s))
+
+_LOW52 = (1 << 52) - 1
+_LOW26 = (1 << 26) - 1
+
+
+def _high52(a, b):
+    """Bits 52..103 of the product of the low 52 bits of a and b, from 26-bit
+    halves whose partial products fit int64 (numpy) as well as ints."""
+    a, b = a & _LOW52, b & _LOW52
+    a1, a0, b1, b0 = a >> 26, a & _LOW26, b >> 26, b & _LOW26
+    return a1 * b1 + ((((a0 * b0) >> 26) + a1 * b0 + a0 * b1) >> 26)
+
+
+def _product52(z3, a, b):
+    return z3.ZeroExt(52, z3.Extract(51, 0, a)) * z3.ZeroExt(52, z3.Extract(51, 0, b))
+
+
+# vpmadd52luq/huq (IFMA), accumulating on 64-bit lanes: the destination plus the low or the high 52 bits
+# of the 104-bit product of its sources' low 52 bits (the low bits of a wrapped product are the same)
+MADD52LO = Arith(lambda s, w: s[0] + (s[1] * s[2] & _LOW52),
+                 lambda z3, s, w: s[0] + z3.ZeroExt(w - 52, z3.Extract(51, 0, s[1] * s[2])))
+MADD52HI = Arith(lambda s, w: s[0] + _high52(s[1], s[2]),
+                 lambda z3, s, w: s[0] + z3.ZeroExt(w - 52, z3.Extract(103, 52, _product52(z3, s[1], s[2]))))
 
 
 Route = tuple[tuple[int, int] | None, ...]
@@ -301,6 +387,9 @@ class Op:
     # the assembly lines of a general-register operation spelt as several instructions, as format strings
     # over the operand texts ({0} the destination); None: one instruction, its mnemonic and operands
     lines: tuple[str, ...] | None = None
+    # an opmask row (its "k" slot): "merge" keeps the destination's lanes whose mask bit is 0 (the
+    # destination is then also read), "zero" writes zero there; None: no mask
+    masking: str | None = None
 
     @property
     def encodable(self) -> bool:
@@ -371,12 +460,12 @@ def _vex(mnemonic: str, avx: str, **kwargs) -> tuple[Form, ...]:
 
 
 def _evex(mnemonic: str, *extensions: str, widths: tuple[int, ...] = EVEX.widths) -> tuple[Form, ...]:
-    """EVEX forms on `widths` needing `extensions`, and AVX512VL on 128 and 256 bits."""
+    """EVEX forms alone on `widths`: on zmm registers needing AVX512F and
+    `extensions`, on xmm and ymm registers AVX512VL besides."""
+    needs = frozenset({"AVX512F", *extensions})
     short = tuple(w for w in widths if w < 512)
-    out = [Form(EVEX, short, mnemonic, frozenset(extensions) | {"AVX512VL"}, EVEX.registers)] if short else []
-    if 512 in widths:
-        out.append(Form(EVEX, (512,), mnemonic, frozenset(extensions), EVEX.registers))
-    return tuple(out)
+    return (((Form(EVEX, (512,), mnemonic, needs, EVEX.registers),) if 512 in widths else ()) +
+            ((Form(EVEX, short, mnemonic, needs | {"AVX512VL"}, EVEX.registers),) if short else ()))
 
 
 _GENERAL_REGISTERS = 16  # rax .. r15
@@ -412,6 +501,20 @@ def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=Non
         any(slot.kind in ("v", "vm") for slot in s) and all(slot.kind != "g" and slot.kind != "gm" for slot in s)
     _ROWS.append(Op(name, s, cls, forms, elem, generic, arith, move, commutative, widen, halves, selector_first,
                     on_gpr, lines))
+
+
+def _masked_row(name: str, masking: str) -> None:
+    """Row `name` under an opmask, as its EVEX forms encode it (`name_merge`,
+    `name_zero`): the mask read after the destination, which merge-masking
+    reads too; the semantics the row's own (`Arith.masked`). Not commutative:
+    its second and third operands are the mask and a source."""
+    op = next(row for row in _ROWS if row.name == name)
+    dst, *rest = op.slots
+    access = "rw" if masking == "merge" else dst.access
+    slots = (Slot(access, dst.kind), Slot("r", "k"), *rest)
+    arith = op.arith.masked(zeroing=masking == "zero", accumulating="r" in dst.access)
+    _ROWS.append(Op(f"{name}_{masking}", slots, op.cls, tuple(f for f in op.forms if f.encoding is EVEX), op.elem,
+                    None, arith, None, False, None, op.halves, masking=masking))
 
 
 # Each row's forms: `_forms` the usual legacy and VEX ones, `_vex` a VEX form alone, `_gpr` a general-register
@@ -482,6 +585,22 @@ _row("minu64", _VEX3, "alu", (), elem=64, generic="minu", arith=MINU, commutativ
 # the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
 _row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
+# AVX-512 rows: EVEX forms alone, so no ISA of the VEX or legacy encodings selects them. Three sources
+# (any bitwise function, its truth table the immediate), an accumulating multiply-add (the destination
+# is also read: IFMA), a comparison into an opmask, and an addition and a multiply-add under an opmask,
+# merging or zeroing
+for _w, _s in ((32, "d"), (64, "q")):
+    _row(f"vpternlog{_s}", "w:v,r:v,r:v,r:vm,r:i", "alu", _evex(f"vpternlog{_s}"), elem=_w, generic="ternary",
+         arith=TERNARY)
+_row("vpmadd52luq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52luq", "AVX512IFMA"), elem=64, generic="madd52lo",
+     arith=MADD52LO, commutative=True)
+_row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), elem=64, generic="madd52hi",
+     arith=MADD52HI, commutative=True)
+_row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
+_row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
+for _name in ("vpaddq_evex", "vpmadd52luq"):
+    _masked_row(_name, "merge")
+    _masked_row(_name, "zero")
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
@@ -580,7 +699,7 @@ def _shuffle128x2(n, srcs, imm, u):
     return tuple((2 * k // n, imm >> (width * k) & (n - 1)) for k in range(n))
 
 
-_row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", "AVX512F", widths=(256, 512)), elem=128,
+_row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", widths=(256, 512)), elem=128,
      generic="permute_halves", move=Move(128, _shuffle128x2))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}

@@ -42,15 +42,16 @@ def _arith(name: str, bits: int) -> Arith:
 
 @dataclass(frozen=True)
 class ScalarIdiom:
-    """An idiom in lane form: steps (op, dst, src1, src2) over names, ops by
-    their width-neutral names ("add", "mulhi", "sra", ...); 'x' is the input,
-    constants are ints, the last step's dst is the output. `signed`: the
-    lanes' values are read as signed integers (else unsigned: the input and
-    output ranges are in [0, 2^bits))."""
+    """An idiom in lane form: steps (op, dst, *sources) over names, ops by
+    their width-neutral names ("add", "mulhi", "sra", ...), sources in the
+    order of the row's read slots; 'x' is the input, constants are ints,
+    the last step's dst is the output. `signed`: the lanes' values are read
+    as signed integers (else unsigned: the input and output ranges are in
+    [0, 2^bits))."""
 
     kind: str
     q: int
-    steps: tuple[tuple[str, str, str | int, str | int], ...]
+    steps: tuple[tuple[str | int, ...], ...]
     bits: int
     signed: bool = True
 
@@ -66,8 +67,8 @@ class ScalarIdiom:
     def run(self, x):
         """The output for input x: an int, or a numpy array of inputs at once."""
         env = {"x": x}
-        for op, dst, a, b in self.steps:
-            env[dst] = _arith(op, self.bits).exact(_val(env, a), _val(env, b), self.bits)
+        for op, dst, *sources in self.steps:
+            env[dst] = _arith(op, self.bits).exact(tuple(_val(env, s) for s in sources), self.bits)
         return env[self.steps[-1][1]]
 
     def symbolic(self, z3, x):
@@ -77,12 +78,12 @@ class ScalarIdiom:
     def symbolic_values(self, z3, x) -> dict:
         """Every named value (x and each step's) as a z3 bit-vector expression of input x."""
         env = {"x": x}
-        for op, dst, a, b in self.steps:
-            immediate = spec(by_width(op, self.bits)).slots[2].kind == "i"  # shift counts stay integers
-            va, vb = _val(env, a), _val(env, b)
-            va = z3.BitVecVal(va, self.bits) if isinstance(va, int) else va
-            vb = z3.BitVecVal(vb, self.bits) if isinstance(vb, int) and not immediate else vb
-            env[dst] = _arith(op, self.bits).smt(z3, va, vb, self.bits)
+        for op, dst, *sources in self.steps:
+            row = spec(by_width(op, self.bits))
+            kinds = [row.slots[k].kind for k in row.read]  # immediates (shift counts, truth tables) stay integers
+            values = tuple(z3.BitVecVal(v, self.bits) if isinstance(v, int) and kind != "i" else v
+                           for v, kind in zip((_val(env, s) for s in sources), kinds))
+            env[dst] = _arith(op, self.bits).smt(z3, values, self.bits)
         return env
 
 

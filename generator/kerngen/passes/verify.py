@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import count
+from itertools import product as product_of
 from typing import NoReturn
 
 from ..errors import VerifyError
-from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
+from ..ir.instr import LANED, ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
 from ..machine.ops import Arith, lane_range, lane_value, spec
 from ..ir.stream import executed
@@ -208,7 +209,7 @@ class _Machine:
                 out.append(self.top)
                 continue
             if a.corners:
-                vals = [a.value(x, y, self.bits) for x in boxes[0] for y in boxes[1]]
+                vals = [a.value(corner, self.bits) for corner in product_of(*boxes)]
                 lo, hi = min(vals), max(vals)
                 if self.lo <= lo and hi <= self.hi:
                     out.append((lo, hi))
@@ -217,7 +218,7 @@ class _Machine:
                     self.fail(index, ins, f"can overflow in lane {lane}: result in [{lo}, {hi}] leaves "
                                           f"{self.lane_type}")
             if all(x[0] == x[1] for x in boxes) and not (a.corners and a.checked):
-                v = self.read(a.exact(boxes[0][0], boxes[1][0], self.bits))
+                v = self.read(a.exact(tuple(x[0] for x in boxes), self.bits))
                 out.append((v, v))
             else:
                 out.append(self.top)
@@ -302,7 +303,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         dst = ins.operands[0]
         if not isinstance(dst, PhysReg):
             mc.fail(index, ins, "writes no register")
-        lanes = dst.bits // mc.bits if dst.kind == "vec" else 1
+        lanes = dst.bits // mc.bits if dst.kind in LANED else 1
         reads = [ins.operands[k] for k in s.read]
         imm = next((op.value for op in reads if isinstance(op, Imm)), None)
         sources = [mc.value(op, index, ins, lanes if s.move is None else mc.model_lanes) for op in reads
@@ -356,6 +357,7 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     in_lemma = group is not None  # a tagged group's results are established at its end
     elementwise = s.arith is not None and s.elem in (None, mc.bits)
     if elementwise:
+        # the semantics' sources in slot order: a row's immediate is its last slot
         operands = list(sources) + ([Value(0, ((imm, imm),) * lanes, (0,) * lanes, frozenset({()}))]
                                     if imm is not None else [])
         intervals = mc.arith(s.arith, operands, lanes, index, ins, wraps=in_lemma)
