@@ -140,7 +140,7 @@ def test_the_header_compiles_for_every_platform_emitted_and_names_the_missing_on
     (("--visibility", "default"), ("-DKERNGEN_VISIBILITY=hidden",), "HIDDEN"),
 ])
 def test_symbols_are_hidden_unless_asked_and_a_shared_library_exports_only_default_ones(
-        tmp_path, flags, assembled, visible):
+        tmp_path, flags, assembled, visible, kerngen_cli):
     out, manifest = emitted(kerngen_cli, tmp_path, "tiny-257", *flags)
     assert manifest["objects"][0]["visibility"] == ("default" if "default" in flags else "hidden")
     obj, so = tmp_path / "k.o", tmp_path / "k.so"
