@@ -21,7 +21,7 @@ demo: setup
 	$(BIN)/kerngen bench $(DEFAULT_PARAMS) --batches 51
 
 test: setup
-	$(BIN)/pytest -q -n auto --dist loadgroup
+	$(BIN)/pytest -q -n auto
 
 # regenerate every shipped bundle (the test suite fails when generated/ is stale)
 generated: setup

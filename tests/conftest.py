@@ -1,34 +1,72 @@
+import fcntl
+import json
+import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kerngen.core.compile_cache import CompileCache
+from kerngen.cli import main as kerngen_main
+from kerngen.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def on_the_set_worker(path: Path, *values, id: str | None = None):
-    """A parametrize case building the shipped set `path` with its own settings
-    (any platform sharing System V's convention), run on the same worker as the
-    suite's other such builds of that set (`make test` distributes by these
-    groups): there the kernels are compiled once and taken from the worker's
-    `compile_cache` after."""
-    return pytest.param(path, *values, marks=pytest.mark.xdist_group(path.stem), id=id or path.stem)
+def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
+    """The command line, run as a user runs it (arguments may be paths), in a
+    process of its own: for what only a process shows (the entry point, exit
+    codes of the interpreter, progress logged as it goes)."""
+    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, env=env)
+
+
+@pytest.fixture
+def kerngen_cli(capsys, monkeypatch):
+    """The command line called in this process (kerngen.cli.main), from
+    `cwd` (the repository unless told): what `kerngen` returns, without
+    starting Python and importing kerngen again for each call."""
+    def run(*args, cwd=REPO) -> subprocess.CompletedProcess:
+        argv = [str(a) for a in args]
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        log = logging.getLogger("kerngen")
+        handlers, log.handlers = log.handlers, []  # main adds one writing progress to this test's stderr
+        try:
+            code = kerngen_main(argv)
+        except SystemExit as e:  # argparse's usage errors and --help
+            code = e.code if isinstance(e.code, int) else 2 if e.code else 0
+        finally:
+            log.handlers = handlers
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["kerngen", *argv], code, out, err)
+    return run
 
 
 @pytest.fixture(scope="session")
-def compile_cache() -> CompileCache:
-    """The kernels this worker compiled, for the builds of a shipped set that
-    several tests make (`on_the_set_worker`)."""
-    return CompileCache()
+def once_per_run(tmp_path_factory):
+    """`get(name, make)`: make()'s result (JSON), made by the first of this
+    run's workers to ask and read by the others, for what several tests check
+    and a worker would otherwise make again for the tests it was given."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' common directory
+
+    def get(name: str, make):
+        path = shared / f"once-{name}.json"
+        with open(shared / f"once-{name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed: the others wait for the result
+            if not path.exists():
+                written = path.with_suffix(f".{os.getpid()}")
+                written.write_text(json.dumps(make()))
+                written.replace(path)
+            return json.loads(path.read_text())
+    return get
 
 
-def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
-    """The command line, run as a user runs it (arguments may be paths)."""
-    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env=env)
+# Built bundles, shared by the suite's workers and later runs (kerngen.store): each shipped set is built once
+# for each of its settings, whichever worker asks first (the others wait for it and read it).
+STORE = Store.default()
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from kerngen.core.params import Overrides
-from kerngen.families import build_all, load
+from kerngen.families import load
 from kerngen.harness import macho, wine
 from kerngen.emission.render import render
 
-from conftest import REPO, kerngen, on_the_set_worker
+from conftest import REPO, STORE
 
 SHIPPED = sorted((REPO / "params").glob("*.toml"))
 ALL = "sysv,win64,macho"
@@ -33,9 +33,9 @@ def needs(*tools: str):
     return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)}")
 
 
-def emitted(tmp_path: Path, name: str, *flags: str) -> tuple[Path, dict]:
+def emitted(kerngen_cli, tmp_path: Path, name: str, *flags: str) -> tuple[Path, dict]:
     out = tmp_path / name
-    r = kerngen("emit", f"params/{name}.toml", *flags, "--out", out)
+    r = kerngen_cli("emit", f"params/{name}.toml", *flags, "--out", out)
     assert r.returncode == 0, r.stderr
     return out, json.loads((out / "manifest.json").read_text())
 
@@ -60,8 +60,8 @@ def dynamic_symbols(so: Path) -> set[str]:
 
 @needs("nasm", "gcc")
 @pytest.mark.parametrize("name", ["kyber-3329", "gf2m-233"])
-def test_an_abi_list_emits_one_asm_file_each_and_the_manifest_says_which(tmp_path, name):
-    out, manifest = emitted(tmp_path, name, "--abi", ALL)
+def test_an_abi_list_emits_one_asm_file_each_and_the_manifest_says_which(tmp_path, name, kerngen_cli):
+    out, manifest = emitted(kerngen_cli, tmp_path, name, "--abi", ALL)
     stem = name
     assert manifest["params"]["abi"] == ["sysv", "win64", "macho"]
     assert manifest["objects"] == [
@@ -84,19 +84,19 @@ def test_an_abi_list_emits_one_asm_file_each_and_the_manifest_says_which(tmp_pat
         assert f'STREQUAL "{obj["format"]}")\n  set(' in cmake and obj["file"] in cmake
 
 
-def test_one_abi_other_than_sysv_emits_only_its_file(tmp_path):
-    out, manifest = emitted(tmp_path, "tiny-257", "--abi", "macho")
+def test_one_abi_other_than_sysv_emits_only_its_file(tmp_path, kerngen_cli):
+    out, manifest = emitted(kerngen_cli, tmp_path, "tiny-257", "--abi", "macho")
     assert [o["file"] for o in manifest["objects"]] == ["tiny-257_macho.asm"]
     assert not (out / "tiny-257.asm").exists()
     assert "Regenerate with: kerngen emit params/tiny-257.toml --abi macho" in (out / "tiny-257.h").read_text()
 
 
 @needs("nasm", "gcc", "llvm-nm", "llvm-objdump")
-def test_kerngen_test_runs_each_object_as_this_machine_can(tmp_path):
+def test_kerngen_test_runs_each_object_as_this_machine_can(tmp_path, kerngen_cli):
     """ELF here, COFF under Wine (when installed), Mach-O read back; and a fresh
     emission of the manifest's parameters (the abi list among them) matches."""
-    out, manifest = emitted(tmp_path, "tiny-257", "--abi", ALL)
-    r = kerngen("test", out)
+    out, manifest = emitted(kerngen_cli, tmp_path, "tiny-257", "--abi", ALL)
+    r = kerngen_cli("test", out)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "comparing with a fresh emission" in r.stderr
     assert "(tiny-257.asm)" in r.stderr
@@ -117,14 +117,14 @@ def _compile_header(compiler: str, bundle: Path, name: str, *defines: str) -> su
 
 
 @needs("gcc", wine.MINGW_GCC)
-def test_the_header_compiles_for_every_platform_emitted_and_names_the_missing_one(tmp_path):
-    both, _ = emitted(tmp_path, "kyber-3329", "--abi", "sysv,win64")
+def test_the_header_compiles_for_every_platform_emitted_and_names_the_missing_one(tmp_path, kerngen_cli):
+    both, _ = emitted(kerngen_cli, tmp_path, "kyber-3329", "--abi", "sysv,win64")
     assert _compile_header("gcc", both, "kyber-3329").returncode == 0
     assert _compile_header(wine.MINGW_GCC, both, "kyber-3329").returncode == 0
     # the preprocessor chain on a Mach-O compiler (no Mac here: its macro stands in for it)
     r = _compile_header("gcc", both, "kyber-3329", "-D__APPLE__")
     assert r.returncode != 0 and "emitted without kyber-3329_macho.asm" in r.stderr and "--abi macho" in r.stderr
-    only, _ = emitted(tmp_path, "gf2m-163", "--abi", "sysv")
+    only, _ = emitted(kerngen_cli, tmp_path, "gf2m-163", "--abi", "sysv")
     assert _compile_header("gcc", only, "gf2m-163").returncode == 0
     r = _compile_header(wine.MINGW_GCC, only, "gf2m-163")
     assert r.returncode != 0 and "emitted without gf2m-163_win64.asm" in r.stderr and "--abi win64" in r.stderr
@@ -140,8 +140,8 @@ def test_the_header_compiles_for_every_platform_emitted_and_names_the_missing_on
     (("--visibility", "default"), ("-DKERNGEN_VISIBILITY=hidden",), "HIDDEN"),
 ])
 def test_symbols_are_hidden_unless_asked_and_a_shared_library_exports_only_default_ones(
-        tmp_path, flags, assembled, visible):
-    out, manifest = emitted(tmp_path, "tiny-257", *flags)
+        tmp_path, flags, assembled, visible, kerngen_cli):
+    out, manifest = emitted(kerngen_cli, tmp_path, "tiny-257", *flags)
     assert manifest["objects"][0]["visibility"] == ("default" if "default" in flags else "hidden")
     obj, so = tmp_path / "k.o", tmp_path / "k.so"
     subprocess.run(["nasm", "-f", "elf64", *assembled, "-o", str(obj), str(out / "tiny-257.asm")], check=True)
@@ -154,9 +154,9 @@ def test_symbols_are_hidden_unless_asked_and_a_shared_library_exports_only_defau
 
 
 @needs("nasm", "gcc")
-def test_a_program_calls_hidden_kernels_it_links(tmp_path):
+def test_a_program_calls_hidden_kernels_it_links(tmp_path, kerngen_cli):
     """Hidden symbols link into the program that holds them (and keep it PIE)."""
-    out, manifest = emitted(tmp_path, "tiny-257", "--isa", "sse")
+    out, manifest = emitted(kerngen_cli, tmp_path, "tiny-257", "--isa", "sse")
     fwd = next(f["symbol"] for f in manifest["functions"] if f["kind"] == "ntt_forward")
     (tmp_path / "main.c").write_text(
         f'#include <stdio.h>\n#include "tiny-257.h"\n'
@@ -173,12 +173,12 @@ def test_a_program_calls_hidden_kernels_it_links(tmp_path):
 # --- Mach-O -----------------------------------------------------------------------
 
 @needs("nasm", *macho.TOOLS[1:])
-@pytest.mark.parametrize("path, visibility", [on_the_set_worker(p, v, id=f"{v}-{p.stem}") for p, v in MACHO_CASES])
-def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibility, compile_cache):
+@pytest.mark.parametrize("path, visibility", MACHO_CASES, ids=[f"{v}-{p.stem}" for p, v in MACHO_CASES])
+def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibility):
     """Underscored symbols of the manifest's visibility in __TEXT,__text, tables in
     __TEXT,__const, nothing else exported or undefined, every relocation RIP-relative."""
     p = load(path, Overrides(abi="macho", visibility=visibility))
-    files = render(build_all(p, compile_cache), "test")
+    files = render(STORE.bundles(p), "test")
     manifest = json.loads(files["manifest.json"])
     [obj] = manifest["objects"]
     assert obj == {"file": f"{p.name}_macho.asm", "abi": "macho", "format": "macho64", "visibility": visibility}
@@ -238,10 +238,10 @@ def test_the_mach_o_check_finds_each_fault(tmp_path, change, problem):
     ("abi", "7", "abi: must be"),
     ("visibility", '"protected"', 'visibility: must be "hidden" or "default", got "protected"'),
 ])
-def test_bad_abi_or_visibility_in_the_file_exits_2_and_writes_nothing(tmp_path, key, value, words):
+def test_bad_abi_or_visibility_in_the_file_exits_2_and_writes_nothing(tmp_path, key, value, words, kerngen_cli):
     src = tmp_path / "p.toml"
     src.write_text(f'name = "p"\nfamily = "ntt"\nn = 256\nq = 3329\n{key} = {value}\n')
-    r = kerngen("emit", src, "--out", tmp_path / "out")
+    r = kerngen_cli("emit", src, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and r.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
@@ -254,8 +254,8 @@ def test_bad_abi_or_visibility_in_the_file_exits_2_and_writes_nothing(tmp_path, 
     (("--abi", ""), 'got "" from --abi'),
     (("--visibility", "internal"), "--visibility: invalid choice: 'internal'"),
 ])
-def test_bad_abi_or_visibility_option_exits_2_and_writes_nothing(tmp_path, args, words):
-    r = kerngen("emit", "params/kyber-3329.toml", *args, "--out", tmp_path / "out")
+def test_bad_abi_or_visibility_option_exits_2_and_writes_nothing(tmp_path, args, words, kerngen_cli):
+    r = kerngen_cli("emit", "params/kyber-3329.toml", *args, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert words in r.stderr
     assert not (tmp_path / "out").exists()

@@ -63,79 +63,81 @@ def test_the_project_and_every_generated_file_carry_the_licence():
     ("afile", "exists and is not a directory"),
     ("afile/sub", "afile is not a directory"),
 ])
-def test_bad_output_paths_are_refused_before_building(tmp_path, out, words):
+def test_bad_output_paths_are_refused_before_building(tmp_path, out, words, kerngen_cli):
     (tmp_path / "afile").write_text("keep")
-    r = kerngen("emit", REPO / "params/tiny-257.toml", "--out", out, cwd=tmp_path)
+    r = kerngen_cli("emit", REPO / "params/tiny-257.toml", "--out", out, cwd=tmp_path)
     refused(r, "--out", words)
     assert "building" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"
 
 
-def test_an_unwritable_heatmap_is_refused_before_building(tmp_path):
-    r = kerngen("explore", "params/tiny-257.toml", "--png", "/proc/kerngen-x.png", "--batches", "1")
+def test_an_unwritable_heatmap_is_refused_before_building(tmp_path, kerngen_cli):
+    r = kerngen_cli("explore", "params/tiny-257.toml", "--png", "/proc/kerngen-x.png", "--batches", "1")
     refused(r, "--png", "/proc")
     assert "building" not in r.stderr
 
 
 @pytest.mark.parametrize("batches", ["0", "-5", "many"])
-def test_bench_batches_must_be_positive(batches):
-    r = kerngen("bench", "params/tiny-257.toml", "--batches", batches)
+def test_bench_batches_must_be_positive(batches, kerngen_cli):
+    r = kerngen_cli("bench", "params/tiny-257.toml", "--batches", batches)
     refused(r, "--batches")
 
 
-def test_encodings(tmp_path):
+def test_encodings(tmp_path, kerngen_cli):
     bad = tmp_path / "latin1.toml"
     bad.write_bytes('name = "x"\nfamily = "ntt"\nn = 64\nq = 257\ndescription = "caf\xe9"\n'.encode("latin-1"))
-    refused(kerngen("emit", bad, "--out", tmp_path / "o"), "file", "not UTF-8")
+    refused(kerngen_cli("emit", bad, "--out", tmp_path / "o"), "file", "not UTF-8")
     assert not (tmp_path / "o").exists()
     bom = tmp_path / "bom.toml"
     bom.write_bytes(b"\xef\xbb\xbf" + (REPO / "params/tiny-257.toml").read_bytes())
-    r = kerngen("emit", bom, "--out", tmp_path / "b")
+    r = kerngen_cli("emit", bom, "--out", tmp_path / "b")
     assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("n, q, best", [(256, 32257, 26113), (32, 29761, 29569), (32, 30977, 29569)])
-def test_q_beyond_what_the_lanes_hold_names_the_largest_q_that_works(tmp_path, n, q, best):
+def test_q_beyond_what_the_lanes_hold_names_the_largest_q_that_works(tmp_path, n, q, best, kerngen_cli):
     path = ntt_file(tmp_path, f'name = "x"\nfamily = "ntt"\nn = {n}\nq = {q}\n')
-    r = kerngen("emit", path, "--out", tmp_path / "o")
+    r = kerngen_cli("emit", path, "--out", tmp_path / "o")
     refused(r, f"{path}: q:", "too large", f"q = {best}")
     assert not (tmp_path / "o").exists()
-    r = kerngen("emit", ntt_file(tmp_path, f'name = "x"\nfamily = "ntt"\nn = {n}\nq = {best}\n'), "--out",
+    r = kerngen_cli("emit", ntt_file(tmp_path, f'name = "x"\nfamily = "ntt"\nn = {n}\nq = {best}\n'), "--out",
                 tmp_path / "o")
     assert r.returncode == 0, r.stderr
 
 
-def test_too_few_layers_names_the_layers_key(tmp_path):
+def test_too_few_layers_names_the_layers_key(tmp_path, kerngen_cli):
     path = ntt_file(tmp_path, (REPO / "params/kyber-3329.toml").read_text() + "layers = 4\n")
-    refused(kerngen("emit", path, "--out", tmp_path / "o"), "layers: must be between 5 and 7",
+    refused(kerngen_cli("emit", path, "--out", tmp_path / "o"), "layers: must be between 5 and 7",
             "base blocks have degree at most 8")
 
 
 # --- emitting over a directory -------------------------------------------------
 
-def test_a_bundle_directory_is_replaced_whole(tmp_path):
+def test_a_bundle_directory_is_replaced_whole(tmp_path, kerngen_cli):
     out = tmp_path / "d"
-    assert kerngen("emit", "params/tiny-257.toml", "--out", out).returncode == 0
+    assert kerngen_cli("emit", "params/tiny-257.toml", "--out", out).returncode == 0
     held = sorted(p.name for p in out.iterdir())
-    refused(kerngen("emit", "params/kyber-3329.toml", "--out", out), "--out", "the bundle of 'tiny-257'", "--force")
+    refused(kerngen_cli("emit", "params/kyber-3329.toml", "--out", out), "--out", "the bundle of 'tiny-257'", "--force")
     assert sorted(p.name for p in out.iterdir()) == held  # another set's bundle is not replaced without --force
-    assert kerngen("emit", "params/kyber-3329.toml", "--out", out, "--force").returncode == 0
+    assert kerngen_cli("emit", "params/kyber-3329.toml", "--out", out, "--force").returncode == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["kyber-3329.asm", "kyber-3329.h", "kyber-3329_dispatch.c", "manifest.json", "README.md", "CMakeLists.txt",
          "meson.build", "Cargo.toml", "build.rs", "kyber-3329.rs"])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
 
 
-def test_a_foreign_directory_needs_force_and_two_bundles_need_two_directories(tmp_path):
+def test_a_foreign_directory_needs_force_and_two_bundles_need_two_directories(tmp_path, kerngen_cli):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
-    refused(kerngen("emit", "params/tiny-257.toml", "--out", foreign), "--out", "holds no kerngen bundle", "--force")
+    refused(kerngen_cli("emit", "params/tiny-257.toml", "--out", foreign), "--out", "holds no kerngen bundle",
+            "--force")
     assert (foreign / "notes.txt").read_text() == "mine"
-    assert kerngen("emit", "params/tiny-257.toml", "--out", foreign, "--force").returncode == 0
+    assert kerngen_cli("emit", "params/tiny-257.toml", "--out", foreign, "--force").returncode == 0
     assert not (foreign / "notes.txt").exists()
     twin = ntt_file(tmp_path, (REPO / "params/tiny-257.toml").read_text(), "twin.toml")
-    refused(kerngen("emit", "params/tiny-257.toml", twin, "--out", tmp_path / "both"), "--out", "both name the bundle")
+    refused(kerngen_cli("emit", "params/tiny-257.toml", twin, "--out", tmp_path / "both"), "--out",
+            "both name the bundle")
     assert not (tmp_path / "both").exists()
 
 
@@ -150,9 +152,9 @@ def test_directories_follow_the_umask(tmp_path):
 # --- the header's NTT domain, and freeze ---------------------------------------
 
 @needs_tools
-def test_the_header_carries_the_ntt_domain(tmp_path):
+def test_the_header_carries_the_ntt_domain(tmp_path, kerngen_cli):
     out = tmp_path / "k"
-    assert kerngen("emit", "params/kyber-3329.toml", "--out", out).returncode == 0
+    assert kerngen_cli("emit", "params/kyber-3329.toml", "--out", out).returncode == 0
     manifest = json.loads((out / "manifest.json").read_text())
     layout = next(f for f in manifest["functions"] if f["kind"] == "ntt_forward")["output"]["layout"]
     (tmp_path / "use.c").write_text("""
@@ -235,11 +237,11 @@ def test_shipped_names_work_anywhere_and_list_prints_usable_paths(tmp_path):
     assert all((REPO / pattern.replace("NAME", name)).is_file() for name in names)
 
 
-def test_the_reproduce_command_keeps_the_directory(tmp_path):
+def test_the_reproduce_command_keeps_the_directory(tmp_path, kerngen_cli):
     src = tmp_path / "sets" / "g.toml"
     src.parent.mkdir()
     src.write_text((REPO / "params/gf2m-233.toml").read_text())
-    r = kerngen("emit", src, "--isa", "sse", "--out", tmp_path / "o")
+    r = kerngen_cli("emit", src, "--isa", "sse", "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     asm = (tmp_path / "o" / "gf2m-233.asm").read_text()
     assert f"; Regenerate with: kerngen emit {src} --isa sse" in asm
@@ -262,8 +264,8 @@ def test_contracts_state_alignment_and_cpu_features():
 
 
 @needs_tools
-def test_bench_rows_are_named_by_symbol():
-    r = kerngen("bench", "params/tiny-257.toml", "--batches", "3")
+def test_bench_rows_are_named_by_symbol(kerngen_cli):
+    r = kerngen_cli("bench", "params/tiny-257.toml", "--batches", "3")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "tiny-257 (symbols kg_tiny257_KERNEL)" and lines[1].split()[0] == "kernel"

@@ -8,21 +8,21 @@ import pytest
 from kerngen import cli
 from kerngen.commands import bench as bench_cmd
 from kerngen.errors import toml_value
-from kerngen.families import family_of, load
+from kerngen.families import load
 from kerngen.emission.render import render
 
-from conftest import REPO, kerngen, on_the_set_worker
+from conftest import REPO, STORE, kerngen
 
 ALL_SETS = sorted((REPO / "params").glob("*.toml"))
 
 
-@pytest.mark.parametrize("path", [on_the_set_worker(p) for p in ALL_SETS])
-def test_generated_bundle_is_current(path, compile_cache):
-    """generated/NAME is exactly what `make generated` emits now."""
+@pytest.mark.parametrize("path", ALL_SETS, ids=lambda p: p.stem)
+def test_generated_bundle_is_current(path):
+    """generated/NAME is exactly what `make generated` emits now (built once
+    for the suite: the other tests of the set's bundle read it from the store)."""
     name = path.stem
     command = f"kerngen emit params/{path.name}"
-    p = load(path)
-    files = render(family_of(p).build(p, compile_cache), command)
+    files = render(STORE.bundles(load(path)), command)
     folder = REPO / "generated" / name
     assert folder.is_dir(), f"generated/{name} is missing: run `make generated`"
     on_disk = {p.name: p.read_text() for p in folder.iterdir()}
@@ -31,16 +31,16 @@ def test_generated_bundle_is_current(path, compile_cache):
         assert on_disk[fname] == text, f"generated/{name}/{fname} is stale: run `make generated`"
 
 
-def test_bundle_does_not_depend_on_the_output_directory(tmp_path):
+def test_bundle_does_not_depend_on_the_output_directory(tmp_path, kerngen_cli):
     for out in ("a", "b/c"):
-        r = kerngen("emit", "params/tiny-257.toml", "--out", str(tmp_path / out))
+        r = kerngen_cli("emit", "params/tiny-257.toml", "--out", str(tmp_path / out))
         assert r.returncode == 0, r.stderr
     for name in ("tiny-257.asm", "tiny-257.h", "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b/c" / name).read_bytes()
 
 
-def test_emit_writes_a_consistent_bundle(tmp_path):
-    r = kerngen("emit", "params/tiny-257.toml", "--out", str(tmp_path / "tiny"))
+def test_emit_writes_a_consistent_bundle(tmp_path, kerngen_cli):
+    r = kerngen_cli("emit", "params/tiny-257.toml", "--out", str(tmp_path / "tiny"))
     assert r.returncode == 0, r.stderr
     manifest = json.loads((tmp_path / "tiny" / "manifest.json").read_text())
     import hashlib
@@ -56,10 +56,10 @@ def test_emit_writes_a_consistent_bundle(tmp_path):
     assert "/tmp" not in asm and str(tmp_path) not in (tmp_path / "tiny" / "manifest.json").read_text()
 
 
-def test_bad_params_exit_2_and_write_nothing(tmp_path, write_params):
+def test_bad_params_exit_2_and_write_nothing(tmp_path, write_params, kerngen_cli):
     bad = write_params({"name": "bad", "family": "ntt", "n": 256, "q": 3330})
     out = tmp_path / "out"
-    r = kerngen("emit", "params/tiny-257.toml", str(bad), "--out", str(out))
+    r = kerngen_cli("emit", "params/tiny-257.toml", str(bad), "--out", str(out))
     assert r.returncode == 2
     assert "q: must be an odd prime" in r.stderr
     assert not out.exists()
@@ -72,16 +72,16 @@ def test_list_and_help():
     assert r.returncode == 0 and all(c in r.stdout for c in ("emit", "test", "bench", "list"))
 
 
-def test_cli_test_prints_the_summary_line():
-    r = kerngen("test", "params/tiny-257.toml")
+def test_cli_test_prints_the_summary_line(kerngen_cli):
+    r = kerngen_cli("test", "params/tiny-257.toml")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1].endswith("passed, 0 failed")
 
 
-def test_bench_goes_on_without_a_baseline_the_baseline_cannot_build(tmp_path, write_params):
+def test_bench_goes_on_without_a_baseline_the_baseline_cannot_build(tmp_path, write_params, kerngen_cli):
     """The C baseline needs q < 2^14; kernels for larger q are still timed, and the user is told."""
     path = write_params({"name": "big-17921", "family": "ntt", "n": 32, "q": 17921})
-    r = kerngen("bench", str(path), "--json", "--batches", "3")
+    r = kerngen_cli("bench", str(path), "--json", "--batches", "3")
     assert r.returncode == 0, r.stderr
     assert "without the plain-C baseline" in r.stderr
     rows = json.loads(r.stdout)

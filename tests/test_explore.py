@@ -19,18 +19,17 @@ from conftest import REPO, kerngen
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-# one worker runs this module (`make test` distributes by groups): the run that `kyber_r1` makes, 12 bundles
-# built and timed, is then made once, not once on every worker that takes one of its tests
-pytestmark = pytest.mark.xdist_group("explore")
-
-
 @pytest.fixture(scope="module")
-def kyber_r1(tmp_path_factory):
-    """One JSON run on kyber-r1-7681 (few batches: the ticks only need to exist here)."""
-    png = tmp_path_factory.mktemp("explore") / "sub" / "kyber.png"
-    r = kerngen("explore", "params/kyber-r1-7681.toml", "--json", "--batches", "3", "--png", str(png))
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout), png, r.stderr
+def kyber_r1(tmp_path_factory, once_per_run):
+    """One JSON run on kyber-r1-7681 (few batches: the ticks only need to exist here), 12 bundles built and
+    timed: made once in a run, whichever workers take this module's tests."""
+    def run():
+        png = tmp_path_factory.mktemp("explore") / "sub" / "kyber.png"
+        r = kerngen("explore", "params/kyber-r1-7681.toml", "--json", "--batches", "3", "--png", str(png))
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout), str(png), r.stderr
+    rows, png, stderr = once_per_run("explore-kyber-r1", run)
+    return rows, Path(png), stderr
 
 
 def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
@@ -102,20 +101,20 @@ def test_heatmap_marks_exactly_the_reduced_registers():
                 assert sum(map(sum, reduced)) == 16 * s.count
 
 
-def test_gf2m_is_refused(tmp_path):
-    r = kerngen("explore", str(REPO / "params" / "gf2m-163.toml"), "--png", str(tmp_path / "x.png"))
+def test_gf2m_is_refused(tmp_path, kerngen_cli):
+    r = kerngen_cli("explore", str(REPO / "params" / "gf2m-163.toml"), "--png", str(tmp_path / "x.png"))
     assert r.returncode == 2
     assert "family" in r.stderr and "ntt" in r.stderr
     assert not (tmp_path / "x.png").exists()
 
 
-def test_explore_runs_on_the_isa_named(tmp_path):
+def test_explore_runs_on_the_isa_named(tmp_path, kerngen_cli):
     """--isa sse explores the SSE kernels (8 lanes: more instructions than the
     AVX2 default on the same schedules); one ISA at a time."""
     rows = {}
     for isa in ("sse", None):
         args = ["explore", "params/tiny-257.toml", "--json", "--batches", "3", "--png", str(tmp_path / "t.png")]
-        r = kerngen(*args, *(["--isa", isa] if isa else []))
+        r = kerngen_cli(*args, *(["--isa", isa] if isa else []))
         assert r.returncode == 0, r.stderr
         rows[isa] = json.loads(r.stdout)
     assert {r["isa"] for r in rows["sse"]} == {"sse"} and {r["isa"] for r in rows[None]} == {"avx2"}
@@ -123,7 +122,7 @@ def test_explore_runs_on_the_isa_named(tmp_path):
         assert (sse["policy"], sse["reduction"], sse["reductions"]) == (avx2["policy"], avx2["reduction"],
                                                                         avx2["reductions"])
         assert sse["instructions"] > avx2["instructions"] and sse["ticks"] > 0
-    r = kerngen("explore", "params/tiny-257.toml", "--isa", "avx2,sse")
+    r = kerngen_cli("explore", "params/tiny-257.toml", "--isa", "avx2,sse")
     assert r.returncode == 2 and "--isa takes one ISA" in r.stderr
 
 

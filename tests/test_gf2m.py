@@ -22,7 +22,7 @@ from kerngen.harness import protocol, toolchain
 from kerngen.emission.files import write
 from kerngen.emission.render import render
 
-from conftest import on_the_set_worker
+from conftest import STORE
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(ROOT.glob("params/gf2m-*.toml"))
@@ -54,10 +54,10 @@ def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
 
 
 @needs_tools
-@pytest.mark.parametrize("path", [on_the_set_worker(p) for p in SHIPPED])
-def test_shipped_field_passes_all_checks(path, work, compile_cache):
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_field_passes_all_checks(path, work):
     p = load(path)
-    bundle = gf2m_build(p, cache=compile_cache)
+    bundle = STORE.bundle(p)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
                      "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step", "gf2m_mul_lazy", "gf2m_sqr_lazy",

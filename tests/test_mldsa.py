@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import REPO, kerngen
+from conftest import REPO
 from fips import NEEDS_TOOLS, Kernels, bitrev, load_kernels, of_isa, schoolbook
 
 Q, N, ZETA = 8380417, 256, 1753
@@ -237,10 +237,10 @@ def test_a_matrix_vector_product_as_ml_dsa_computes_it(kernels, isa, rows, cols,
 
 # --- a bound on |value| asked as a number ----------------------------------------------
 
-def _emit(tmp_path, body: str, name: str = "p"):
+def _emit(kerngen_cli, tmp_path, body: str, name: str = "p"):
     src = tmp_path / f"{name}.toml"
     src.write_text(f'name = "{name}"\nfamily = "ntt"\n{body}\n')
-    return kerngen("emit", src, "--out", tmp_path / name), tmp_path / name
+    return kerngen_cli("emit", src, "--out", tmp_path / name), tmp_path / name
 
 
 TINY = 'n = 64\nq = 257\nwidth = 16\nisa = "avx2"\nmul = "montgomery"\n'
@@ -255,23 +255,23 @@ TINY = 'n = 64\nq = 257\nwidth = 16\nisa = "avx2"\nmul = "montgomery"\n'
     (TINY + "output = { inverse = true }", r"output: must be one of lazy, centred, canonical .* for inverse"),
     (TINY + "output = 200", r"output: must be one of lazy, centred, canonical for every kernel, or a table"),
 ])
-def test_a_bound_that_cannot_be_asked_exits_2_and_writes_nothing(tmp_path, body, words):
-    r, out = _emit(tmp_path, body)
+def test_a_bound_that_cannot_be_asked_exits_2_and_writes_nothing(tmp_path, body, words, kerngen_cli):
+    r, out = _emit(kerngen_cli, tmp_path, body)
     assert r.returncode == 2, r.stderr
     assert re.search(words, r.stderr) and r.stderr.count("\n") == 1, r.stderr
     assert not out.exists()
 
 
-def test_the_least_bound_the_message_names_is_met_where_lazy_is_wider(tmp_path):
+def test_the_least_bound_the_message_names_is_met_where_lazy_is_wider(tmp_path, kerngen_cli):
     """The smallest B the refusal names, asked of every kernel, emits: each
     proven bound inside [-B, B] (a final reduction added where the lazy
     bound was wider), the manifest and the contract saying so."""
-    r, _ = _emit(tmp_path, TINY + "output = { inverse = 1 }", "refused")
+    r, _ = _emit(kerngen_cli, tmp_path, TINY + "output = { inverse = 1 }", "refused")
     least = int(re.search(r"must be from (\d+)", r.stderr).group(1))
-    r, lazy_dir = _emit(tmp_path, TINY, "lazy")
+    r, lazy_dir = _emit(kerngen_cli, tmp_path, TINY, "lazy")
     assert r.returncode == 0, r.stderr
-    r, bound_dir = _emit(tmp_path, TINY + f"output = {{ forward = {least}, basemul = {least}, inverse = {least} }}",
-                         "bounded")
+    asked = f"output = {{ forward = {least}, basemul = {least}, inverse = {least} }}"
+    r, bound_dir = _emit(kerngen_cli, tmp_path, TINY + asked, "bounded")
     assert r.returncode == 0, r.stderr
     lazy, bounded = (json.loads((d / "manifest.json").read_text()) for d in (lazy_dir, bound_dir))
     kinds = ("ntt_forward", "basemul", "ntt_inverse")

@@ -26,7 +26,7 @@ from kerngen.ir.instr import Imm
 from kerngen.passes.lemmas import LemmaError, prove_pair_montgomery
 from kerngen.passes.pipeline import compile_kernel
 
-from conftest import REPO, kerngen
+from conftest import REPO
 from fips import NEEDS_TOOLS, Kernels, bitrev, load_kernels, of_isa, schoolbook
 
 Q, N, ZETA = 3329, 256, 17
@@ -162,18 +162,18 @@ def test_a_module_lattice_matrix_vector_product(kernels, isa, rank):
     ('output = { inverse = "tight" }', 'got "tight" for inverse'),
     ('q = 18433\noutput = { basemul = "canonical" }', 'output: basemul = "canonical" needs q - 1 <= 16383'),
 ])
-def test_bad_order_accumulation_or_output_exits_2_and_writes_nothing(tmp_path, line, words):
+def test_bad_order_accumulation_or_output_exits_2_and_writes_nothing(tmp_path, line, words, kerngen_cli):
     src = tmp_path / "p.toml"
     head = 'name = "p"\nfamily = "ntt"\nn = 256\n' + ("" if line.startswith("q =") else "q = 3329\n")
     src.write_text(f"{head}{line}\n")
-    r = kerngen("emit", src, "--out", tmp_path / "out")
+    r = kerngen_cli("emit", src, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
-    r = kerngen("emit", "kyber-3329", "--order", "standard", "--out", tmp_path / "k")
+def test_order_option_and_what_the_manifest_and_header_say(tmp_path, kerngen_cli):
+    r = kerngen_cli("emit", "kyber-3329", "--order", "standard", "--out", tmp_path / "k")
     assert r.returncode == 0, r.stderr
     manifest = json.loads((tmp_path / "k" / "manifest.json").read_text())
     layout = next(f for f in manifest["functions"] if f["kind"] == "ntt_forward")["output"]["layout"]
@@ -181,15 +181,15 @@ def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
     assert [b["positions"] for b in layout["blocks"]] == [[2 * j, 2 * j + 1] for j in range(128)]
     assert [b["zeta"] for b in layout["blocks"]] == [pow(ZETA, 2 * bitrev(j, 7) + 1, Q) for j in range(128)]
     assert "standard order: block j at D*j..D*j+D-1" in (tmp_path / "k" / "kyber-3329.h").read_text()
-    r = kerngen("emit", "kyber-3329", "--order", "sideways", "--out", tmp_path / "x")
+    r = kerngen_cli("emit", "kyber-3329", "--order", "sideways", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--order: invalid choice: 'sideways'" in r.stderr
 
 
-def test_the_centred_inverse_reduces_its_sums_only(tmp_path):
+def test_the_centred_inverse_reduces_its_sums_only(tmp_path, kerngen_cli):
     """The inverse's last layer leaves 8 of the 16 AVX2 registers as Montgomery
     products, below q whatever their input: only the 8 sums need the final
     Barrett for the centred output, and the proven range is still centred."""
-    r = kerngen("emit", REPO / "params" / "mlkem-3329.toml", "--out", tmp_path / "m")
+    r = kerngen_cli("emit", REPO / "params" / "mlkem-3329.toml", "--out", tmp_path / "m")
     assert r.returncode == 0, r.stderr
     asm = (tmp_path / "m" / "mlkem-3329.asm").read_text()
     body = asm.split("kg_mlkem3329_ntt_inverse_avx2:\n", 1)[1].split(".end:", 1)[0]

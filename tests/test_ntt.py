@@ -21,7 +21,7 @@ from kerngen.passes.pipeline import compile_kernel
 from kerngen.passes.verify import verify_kernel
 from kerngen.machine.target import make_target
 
-from conftest import REPO, kerngen, on_the_set_worker
+from conftest import REPO, STORE
 
 NTT_SETS = sorted(p for p in (REPO / "params").glob("*.toml") if load(p).family == "ntt")
 
@@ -133,7 +133,7 @@ def test_a_bundle_searches_each_schedule_once(monkeypatch):
 def test_reduction_counts_are_ordered(path):
     """eager >= layer >= index >= minimal, for every reduction kind and both directions."""
     p = load(path)
-    base = build(p).design
+    base = STORE.bundle(p).design
     signed = base.mul.signed
     for direction in ("forward", "inverse"):
         bound = input_bound(base.math, direction, p.width, signed)
@@ -152,13 +152,13 @@ def test_every_policy_passes_on_shipped_sets(path, policy):
     assert outcome.failed == 0, outcome.failures
 
 
-@pytest.mark.parametrize("path, mul", [on_the_set_worker(REPO / "params/newhope-12289.toml", "montgomery"),
-                                       on_the_set_worker(REPO / "params/nfl-1073479681.toml", "shoup")])
-def test_verifier_refuses_a_schedule_without_its_reductions(path, mul, compile_cache):
+@pytest.mark.parametrize("path, mul", [(REPO / "params/newhope-12289.toml", "montgomery"),
+                                       (REPO / "params/nfl-1073479681.toml", "shoup")], ids=["newhope", "nfl"])
+def test_verifier_refuses_a_schedule_without_its_reductions(path, mul):
     """Both need reductions in their forward NTT (Barrett on signed lanes,
     Harvey's on unsigned ones); drop them and the verifier must say where."""
     p = dataclasses.replace(load(path), mul=mul)
-    bundle = build(p, compile_cache)
+    bundle = STORE.bundle(p)
     ar = bundle.design if mul == "shoup" else dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
     good = schedule(ar, "index", "forward", p.q - 1)
     assert good.count > 0
@@ -297,7 +297,7 @@ def test_a_karatsuba_cross_term_is_bounded_only_from_the_sums_of_its_factors():
     import dataclasses
     from kerngen.passes.idioms.karatsuba import KARATSUBA
     p = load(REPO / "params/kyber-3329.toml")
-    fn = next(f for f in build(p).functions if f.kind == "basemul" and f.kernel.target.isa.name == "avx2")
+    fn = next(f for f in STORE.bundle(p).functions if f.kind == "basemul" and f.kernel.target.isa.name == "avx2")
     inputs = {1: (-16184, 16184), 2: (-16184, 16184)}
     assert verify_kernel(fn.kernel, inputs, p.q).hull(0) == (-12986, 12986)
     body = list(fn.kernel.body)
@@ -315,7 +315,7 @@ def test_a_karatsuba_cross_term_is_bounded_only_from_the_sums_of_its_factors():
                       inputs, p.q)
 
 
-def test_a_centred_32_bit_inverse_scales_on_its_last_layer_and_takes_no_vpmulld(tmp_path):
+def test_a_centred_32_bit_inverse_scales_on_its_last_layer_and_takes_no_vpmulld(tmp_path, kerngen_cli):
     """ML-DSA's parameters on signed Montgomery lanes: eight layers of sums stay
     inside int32 from centred inputs, so with the scaling on the last layer
     every output is a product by a constant, below q, and the centred output
@@ -325,7 +325,7 @@ def test_a_centred_32_bit_inverse_scales_on_its_last_layer_and_takes_no_vpmulld(
     path.write_text('name = "ml-dsa-like"\nfamily = "ntt"\nn = 256\nq = 8380417\nwidth = 32\nisa = "avx2"\n'
                     'order = "standard"\nmul = "montgomery"\n'
                     'output = { basemul = "centred", inverse = "centred" }\n')
-    r = kerngen("emit", path, "--out", tmp_path / "b")
+    r = kerngen_cli("emit", path, "--out", tmp_path / "b")
     assert r.returncode == 0, r.stderr
     asm = (tmp_path / "b" / "ml-dsa-like.asm").read_text()
     inverse = asm.split("kg_mldsalike_ntt_inverse_avx2:\n", 1)[1].split(".end:", 1)[0]

@@ -15,7 +15,7 @@ import pytest
 from kerngen.families import load
 from kerngen.harness.cpu import cpu_flags
 
-from conftest import REPO, kerngen
+from conftest import REPO
 
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None
                                  or shutil.which("objdump") is None, reason="needs nasm, gcc and objdump")
@@ -174,8 +174,8 @@ int main(void) {
     assert out == ["avx2", "0", "0"]
 
 
-def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path):
-    r = kerngen("emit", "params/tiny-257.toml", "--isa", "sse", "--out", tmp_path / "t")
+def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path, kerngen_cli):
+    r = kerngen_cli("emit", "params/tiny-257.toml", "--isa", "sse", "--out", tmp_path / "t")
     assert r.returncode == 0, r.stderr
     assert not [p.name for p in (tmp_path / "t").iterdir() if p.suffix == ".c"]
     assert "_use_isa" not in (tmp_path / "t" / "tiny-257.h").read_text()
@@ -189,10 +189,10 @@ def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path):
     ("[]", """must be "avx2", "sse", "scalar" or "auto" (or a list of them) for the ntt family, got []"""),
     ("[3]", """must be "avx2", "sse", "scalar" or "auto" (or a list of them) for the ntt family, got [3]"""),
 ])
-def test_bad_isa_lists_exit_2_naming_the_key_and_the_choices(tmp_path, isa, words):
+def test_bad_isa_lists_exit_2_naming_the_key_and_the_choices(tmp_path, isa, words, kerngen_cli):
     src = tmp_path / "p.toml"
     src.write_text(f'name = "p"\nfamily = "ntt"\nn = 256\nq = 3329\nisa = {isa}\n')
-    r = kerngen("emit", src, "--out", tmp_path / "out")
+    r = kerngen_cli("emit", src, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert f"isa: {words}" in r.stderr
     assert not (tmp_path / "out").exists()
@@ -200,15 +200,15 @@ def test_bad_isa_lists_exit_2_naming_the_key_and_the_choices(tmp_path, isa, word
 
 @pytest.mark.parametrize("arg, words", [("avx2,avx512", 'got "avx512" from --isa'),
                                         ("sse,sse", "names sse twice"), ("", 'got ""')])
-def test_bad_isa_option_exits_2(tmp_path, arg, words):
-    r = kerngen("emit", "params/kyber-3329.toml", "--isa", arg, "--out", tmp_path / "out")
+def test_bad_isa_option_exits_2(tmp_path, arg, words, kerngen_cli):
+    r = kerngen_cli("emit", "params/kyber-3329.toml", "--isa", arg, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and "isa" in r.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_isa_option_takes_a_list(tmp_path):
-    r = kerngen("emit", "params/gf2m-163.toml", "--isa", "sse,avx2", "--out", tmp_path / "g")
+def test_isa_option_takes_a_list(tmp_path, kerngen_cli):
+    r = kerngen_cli("emit", "params/gf2m-163.toml", "--isa", "sse,avx2", "--out", tmp_path / "g")
     assert r.returncode == 0, r.stderr
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["params"]["isa"] == ["sse", "avx2"]

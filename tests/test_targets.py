@@ -13,21 +13,21 @@ import sys
 
 import pytest
 
-from kerngen.families import family_of, for_abi, load
+from kerngen.families import for_abi, load
 from kerngen.families.ntt.layout import plan
 from kerngen.machine.abi import GPR_NAMES, RBP
 from kerngen.emission.frame import Frame, frame_of
 from kerngen.emission.render import render
 from kerngen.machine.target import PLATFORMS, make_target
 
-from conftest import REPO
+from conftest import REPO, STORE
 
 needs_nasm = pytest.mark.skipif(shutil.which("nasm") is None, reason="nasm is needed to assemble")
 
 
 def _render_for(name: str, platform: str) -> str:
     p = for_abi(load(REPO / f"params/{name}.toml"), platform)
-    return render(family_of(p).build(p), "test")[PLATFORMS[platform].asm_file(name)]
+    return render(STORE.bundle(p), "test")[PLATFORMS[platform].asm_file(name)]
 
 
 def _function(asm: str, label: str) -> list[str]:
@@ -139,7 +139,7 @@ def test_win64_refuses_a_frame_of_4_kib_or_more():
     """A page or more of stack would need probes (__chkstk)."""
     p = load(REPO / "params/gf2m-233.toml")
     p = for_abi(p, "win64")
-    kernel = next(fn.kernel for fn in family_of(p).build(p).functions if fn.symbol == "kg_gf2m233_ladder_step_avx2")
+    kernel = next(fn.kernel for fn in STORE.bundle(p).functions if fn.symbol == "kg_gf2m233_ladder_step_avx2")
     frame_of(dataclasses.replace(kernel, spill_slots=100))
     with pytest.raises(ValueError, match="kg_gf2m233_ladder_step_avx2"):
         frame_of(dataclasses.replace(kernel, spill_slots=128))

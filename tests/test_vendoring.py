@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, STORE
 from test_examples import expected_lines, needs, printed
 from kerngen.core.params import Overrides
-from kerngen.families import build_all, load
+from kerngen.families import load
 from kerngen.harness import wine
 from kerngen.harness.cpu import cpu_flags
 from kerngen.emission.render import render
@@ -44,7 +44,7 @@ class Vendored:
     def __init__(self, name: str, abi: str = "sysv"):
         self.name = name
         p = load(REPO / "params" / f"{name}.toml", Overrides(abi=abi))
-        self.bundles = build_all(p)
+        self.bundles = STORE.bundles(p)
         self.bundle = self.bundles[0]
         self.command = f"kerngen emit params/{name}.toml --abi {abi}"
         self.core = render(self.bundles, self.command)

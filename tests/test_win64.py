@@ -32,7 +32,7 @@ import pytest
 from kerngen.commands.test import test_bundle as run_kerngen_test
 from kerngen.core.manifest import Manifest
 from kerngen.core.params import Overrides
-from kerngen.families import build_all, family_of, load
+from kerngen.families import family_of, load
 from kerngen.errors import HarnessError
 from kerngen.harness import protocol, toolchain, wine
 from kerngen.harness.cpu import cpu_flags
@@ -40,6 +40,8 @@ from kerngen.harness.protocol import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, ST
 from kerngen.emission.frame import Frame, frame_of
 from kerngen.emission.files import write
 from kerngen.emission.render import render
+
+from conftest import STORE
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "params").glob("*.toml"))
@@ -72,7 +74,7 @@ def win64_params(path: Path):
 def test_shipped_set_passes_every_check_under_wine(workdir: Path, path: Path) -> None:
     """`kerngen test` of the set's Win64 bundle: every check, run under Wine."""
     p = win64_params(path)
-    files = render(build_all(p), f"kerngen emit {path.name} --abi win64")
+    files = render(STORE.bundles(p), f"kerngen emit {path.name} --abi win64")
     manifest = json.loads(files["manifest.json"])
     assert manifest["objects"] == [{"file": f"{p.name}_win64.asm", "abi": "win64", "format": "win64"}]
     assert "nasm -f win64" in files[f"{p.name}_win64.asm"] and f"{p.name}.asm" not in files
@@ -557,7 +559,7 @@ def unwind_bundles(workdir: Path) -> dict[str, tuple[Path, dict, dict[str, Frame
     out = {}
     for name in ("kyber-3329", "gf2m-233"):
         p = win64_params(REPO / "params" / f"{name}.toml")
-        bundle = family_of(p).build(p)
+        bundle = STORE.bundle(p)
         files = render(bundle, f"kerngen emit {name}.toml --abi win64")
         src = workdir / f"unwind-{name}"
         src.mkdir(exist_ok=True)
