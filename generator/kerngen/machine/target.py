@@ -55,6 +55,13 @@ class Target:
         """The platform's convention, with the registers the ISA uses implicitly kept from arguments."""
         return self.platform.abi.reserving(self.isa.family(GENERAL).unallocated)
 
+    def pool(self, family: str) -> tuple[int, ...]:
+        """The ISA's registers of `family` in the order to hand them out, those
+        the ABI lets a callee lose first (none where the ISA has no such family)."""
+        if not self.isa.has_family(family):
+            return ()
+        return self.isa.family(family).pool(self.abi.saved(family))
+
     @property
     def fmt(self) -> ObjectFormat:
         return self.platform.fmt

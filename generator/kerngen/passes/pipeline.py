@@ -68,14 +68,6 @@ def _fold_loads(u: Unit) -> None:
         u.body = fold_loads(u.body)
 
 
-def _vector_pool(target: Target) -> tuple[int, ...]:
-    """The ISA's vector registers in the order to hand them out (those the ABI
-    lets a callee lose first); none where lanes live on general registers."""
-    if not target.isa.has_family(VECTOR):
-        return ()
-    return target.isa.family(VECTOR).pool(target.abi.saved(VECTOR))
-
-
 def _allocate(u: Unit) -> None:
     """callee_saved (always where the ISA's register use says so): also hand
     out the ABI's callee-saved GPRs (not rbp, the frame pointer of kernels
@@ -85,13 +77,13 @@ def _allocate(u: Unit) -> None:
     saved = abi.saved(GENERAL)
     extra = tuple(r for r in saved if r != RBP) if u.callee_saved or use.callee_saved_general else ()
     scratch = abi.scratch_gprs(len(u.args))[use.roll_general:]
-    pools = RegisterPools(vector=_vector_pool(u.target), gpr=scratch + extra, spill_gprs=use.spill_general)
+    pools = RegisterPools(vector=u.target.pool(VECTOR), gpr=scratch + extra, spill_gprs=use.spill_general)
     result = allocate(u.body, pools)
     u.body, u.spill_slots = list(result.body), result.spill_slots
 
 
 def _promote_constants(u: Unit) -> None:
-    u.body = promote_constants(u.body, _vector_pool(u.target))
+    u.body = promote_constants(u.body, u.target.pool(VECTOR))
 
 
 def _check_allocated(u: Unit) -> None:
