@@ -2,7 +2,8 @@
 
 An `Isa` names the widest vector registers, the encoding of its vector
 instructions (`machine.encoding`: legacy two-operand forms, VEX, EVEX), how
-the vectors builders write become legal on it, and the extensions every CPU
+the vectors builders write become legal on it, its register families
+(`machine.registers`) and how the allocator uses them, and the extensions every CPU
 running that ISA's code is assumed to have. A kernel needing more (found by
 the required-ISA pass from its instructions' forms) says so in its manifest
 entry.

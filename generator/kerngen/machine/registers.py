@@ -24,17 +24,14 @@ GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 class RegisterFamily:
     name: str  # VECTOR, GENERAL or MASK
     count: int  # registers numbered 0..count-1
-    # spelling per width: (bits, prefix) rows for numbered registers (xmm3), or the registers' names
+    # the widths it is written at and the spelling at each: (bits, prefix) rows for numbered registers
+    # (xmm3, ymm3, zmm3), or else the registers' names (the general registers, written at 64 bits)
     prefixes: tuple[tuple[int, str], ...] = ()
     names: tuple[str, ...] = ()
     unallocated: tuple[int, ...] = ()  # numbers never handed out (k0: "no mask"; the ISA's implicit operands)
     # writing a register wider than this leaves upper state that legacy instructions would pay to preserve,
     # so code that did ends with vzeroupper (None: the family has no such state)
     clean_bits: int | None = None
-
-    @property
-    def widths(self) -> tuple[int, ...]:
-        return tuple(bits for bits, _ in self.prefixes) or (64,)
 
     def spell(self, number: int, bits: int) -> str:
         if self.names:
