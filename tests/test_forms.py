@@ -13,12 +13,14 @@ from kerngen.ir.instr import Builder, Imm, Instr, PhysReg
 from kerngen.machine.encoding import EVEX, LEGACY, VEX, Form
 from kerngen.machine.isa import AVX2, ISAS, SCALAR, SSE
 from kerngen.machine.ops import MULLO, OPS, InstructionTable, Op, Slot
+from kerngen.machine.registers import GENERAL, VECTOR, general_family, vector_family
 from kerngen.machine.target import PLATFORMS, Target
 from kerngen.passes import pipeline
 from kerngen.passes.legalise import STRATEGIES
 
 # an ISA whose vector instructions take EVEX forms (no table row has one yet)
-EVEX_ISA = dataclasses.replace(AVX2, name="evex", vector_bits=512, encoding=EVEX, vector_registers=32)
+EVEX_ISA = dataclasses.replace(AVX2, name="evex", vector_bits=512, encoding=EVEX,
+                               families=(vector_family(32, EVEX.widths), general_family()))
 
 
 def _evex(mnemonic: str, *extensions: str) -> Form:
@@ -81,12 +83,12 @@ def test_the_required_extensions_are_those_of_the_chosen_form(monkeypatch):
     monkeypatch.setitem(OPS, "vpaddq", dataclasses.replace(row, forms=row.forms + (_evex("vpaddq", "AVX512F"),)))
     z = PhysReg("vec", 20, 512)
     assert _required(EVEX_ISA, [Instr("vpaddq", (z, z, z))]) == {"AVX512F"}
-    g = PhysReg("gpr", 3)
+    g = PhysReg("gpr", 3, 64)
     assert _required(SCALAR, [Instr("mulx64", (g, g, g))]) == {"BMI2"}  # a general-register form, any ISA
 
 
 def test_the_printer_spells_and_ties_by_the_encoding():
-    lo, hi = PhysReg("vec", 2), PhysReg("vec", 9)
+    lo, hi = PhysReg("vec", 2, 256), PhysReg("vec", 9, 256)
     add = Instr("vpaddw", (lo, lo, hi))
 
     def text(isa, ins):
@@ -105,5 +107,8 @@ def test_the_printer_spells_and_ties_by_the_encoding():
 def test_every_isa_names_a_legalisation_strategy_and_an_encoding_of_its_width():
     for isa in ISAS.values():
         assert isa.legalisation in STRATEGIES, isa.name
-        assert isa.lanes_on_gpr or isa.vector_bits in isa.encoding.widths, isa.name
-    assert SCALAR.lanes_on_gpr and not AVX2.lanes_on_gpr and not SSE.lanes_on_gpr
+        on_general = isa.register_use.lanes == GENERAL
+        assert on_general or isa.vector_bits in isa.encoding.widths, isa.name
+        # lanes live on general registers exactly where they are legalised onto them, and the ISA then has
+        # no vector registers to allocate
+        assert on_general == (isa.legalisation == "onto_gprs") == (not isa.has_family(VECTOR)), isa.name

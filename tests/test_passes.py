@@ -352,7 +352,7 @@ def test_two_tables_read_in_turn_take_no_lea():
 
 
 def test_a_commutative_operation_names_its_high_register_where_the_short_prefix_can():
-    lo, hi = PhysReg("vec", 2), PhysReg("vec", 9)
+    lo, hi = PhysReg("vec", 2, 256), PhysReg("vec", 9, 256)
     swap, keep = Instr("vpaddw", (lo, lo, hi)), Instr("vpsubw", (lo, lo, hi))
     assert body_text((swap, keep), AVX2_16) == ["vpaddw       ymm2, ymm9, ymm2", "vpsubw       ymm2, ymm2, ymm9"]
     x2, x9 = PhysReg("vec", 2, 128), PhysReg("vec", 9, 128)

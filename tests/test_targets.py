@@ -15,7 +15,8 @@ import pytest
 
 from kerngen.families import for_abi, load
 from kerngen.families.ntt.layout import plan
-from kerngen.machine.abi import GPR_NAMES, RBP
+from kerngen.machine.abi import RBP
+from kerngen.machine.registers import GPR_NAMES
 from kerngen.emission.frame import Frame, frame_of
 from kerngen.emission.render import render
 from kerngen.machine.target import PLATFORMS, make_target

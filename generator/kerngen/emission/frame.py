@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from ..ir.instr import SLOT_BYTES, Kernel, registers_in
 from ..machine.ops import spec
-from ..machine.abi import GPR_NAMES, RBP
+from ..machine.abi import RBP
+from ..machine.registers import GENERAL, GPR_NAMES, VECTOR
 
 SAVE_BYTES = 16  # the callee-saved low half of a vector register
 PAGE_BYTES = 4096  # a larger Win64 frame would need stack probes (__chkstk)
@@ -111,9 +112,9 @@ def frame_of(kernel: Kernel) -> Frame:
     abi = kernel.target.abi
     stack_args = tuple((GPR_NAMES[r], off) for r, off in abi.stack_args(len(kernel.args)))
     moves = tuple((GPR_NAMES[h], GPR_NAMES[a]) for h, a in abi.entry_moves(len(kernel.args)))
-    pushes = tuple(GPR_NAMES[r] for r in registers_used(kernel, "gpr") if r in abi.callee_saved_gprs)
+    pushes = tuple(GPR_NAMES[r] for r in registers_used(kernel, GENERAL) if r in abi.saved(GENERAL))
     spill = SLOT_BYTES * kernel.spill_slots
-    saved = [r for r in registers_used(kernel, "vec") if r in abi.callee_saved_vectors]
+    saved = [r for r in registers_used(kernel, VECTOR) if r in abi.saved(VECTOR)]
     save_move = spec("store_aligned").form(kernel.target.isa.encoding, SAVE_BYTES * 8).mnemonic
     if kernel.target.fmt.unwind_tables:
         return _win64_frame(kernel, stack_args, moves, pushes, spill, saved, save_move)

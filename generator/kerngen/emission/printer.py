@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
 from ..machine.ops import spec
-from ..machine.abi import GPR_NAMES
+from ..machine.registers import GPR_NAMES, VECTOR
 from ..machine.target import Target
 
 
@@ -30,15 +30,14 @@ INTEL = Dialect("intel", {1: "byte ptr", 2: "word ptr", 4: "dword ptr", 8: "qwor
                           32: "ymmword ptr"}, "r11")
 
 
-def register_text(op: PhysReg) -> str:
-    if op.kind == "vec":
-        return ("ymm" if op.bits == 256 else "xmm") + str(op.number)
-    return GPR_NAMES[op.number]
+def register_text(op: PhysReg, target: Target) -> str:
+    """The register as its family (of the target's ISA) spells it at its width."""
+    return target.isa.family(op.kind).spell(op.number, op.bits)
 
 
 def operand_text(op, target: Target, explicit_size: bool, dialect: Dialect = NASM) -> str:
     if isinstance(op, PhysReg):
-        return register_text(op)
+        return register_text(op, target)
     if isinstance(op, Imm):
         return str(op.value) if op.value < 256 else hex(op.value)
     if isinstance(op, Mem):
@@ -59,12 +58,12 @@ def operand_text(op, target: Target, explicit_size: bool, dialect: Dialect = NAS
 
 
 def _high(op) -> bool:
-    return isinstance(op, PhysReg) and op.kind == "vec" and op.number >= 8
+    return isinstance(op, PhysReg) and op.kind == VECTOR and op.number >= 8
 
 
-def _control_text(ins: Instr) -> str:
+def _control_text(ins: Instr, target: Target) -> str:
     """A rolled loop's top (counter set, label) or bottom (count down, branch back): two lines."""
-    name = register_text(ins.operands[0])
+    name = register_text(ins.operands[0], target)
     if ins.op == "repeat":
         return f"{'mov':<12} {name}, {ins.operands[1].value}\n.repeat{ins.operands[2].value}:"
     return f"{'dec':<12} {name}\n{'jnz':<12} .repeat{ins.operands[1].value}"
@@ -73,7 +72,7 @@ def _control_text(ins: Instr) -> str:
 def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     s = spec(ins.op)
     if s.cls == "control":
-        return _control_text(ins)
+        return _control_text(ins, target)
     form = ins.form(target.isa.encoding)
     operands = ins.operands
     if s.lines is not None:  # one operation spelt as several instructions

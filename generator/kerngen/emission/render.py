@@ -20,7 +20,7 @@ from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from ..ir.instr import Kernel
 from ..ir.stream import executed
-from ..machine.abi import GPR_NAMES
+from ..machine.registers import GENERAL, GPR_NAMES, VECTOR
 from .dispatch import dispatch
 from .examples import length_macro
 from .frame import Frame, frame_of, registers_used
@@ -63,16 +63,16 @@ def _clobbers(fn: Function) -> str:
     callee lose), the caller-saved general registers used, and the flags."""
     k = fn.kernel
     abi = k.target.abi
-    vec, gpr = registers_used(k, "vec"), registers_used(k, "gpr")
-    free = [r for r in vec if r not in abi.callee_saved_vectors]
-    saved = [r for r in vec if r in abi.callee_saved_vectors]
+    vec, gpr = registers_used(k, VECTOR), registers_used(k, GENERAL)
+    free = [r for r in vec if r not in abi.saved(VECTOR)]
+    saved = [r for r in vec if r in abi.saved(VECTOR)]
     zeroes_upper = k.target.isa.encoding.zeroes_upper
     parts = []
     if free:
         parts.append(("ymm" if zeroes_upper else "xmm") + _ranges(free))
     if saved and zeroes_upper:
         parts.append("upper halves of ymm" + _ranges(saved))
-    parts += [GPR_NAMES[r] for r in gpr if r not in abi.callee_saved_gprs]
+    parts += [GPR_NAMES[r] for r in gpr if r not in abi.saved(GENERAL)]
     parts.append("flags")
     return ", ".join(parts)
 

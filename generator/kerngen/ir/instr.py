@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..machine.ops import spec
+from ..machine.registers import VECTOR
 
 if TYPE_CHECKING:
     from ..machine.encoding import Encoding, Form
@@ -37,11 +38,15 @@ class GReg:
 
 @dataclass(frozen=True)
 class PhysReg:
-    """A machine register: kind "vec" (number 0..15, printed ymm/xmm by bits) or "gpr"."""
+    """A machine register: number `number` of the register family named `kind`
+    (`machine.registers`: VECTOR, GENERAL, MASK), used at `bits`. The family
+    is named rather than held, so that comparing and hashing registers, which
+    the passes do millions of times, stays that of three plain fields; the
+    target's ISA has the family (its spelling, its count)."""
 
     kind: str
     number: int
-    bits: int = 256
+    bits: int
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ class Mem:
 
 
 def registers_in(body, kind: str) -> set[int]:
-    """The machine registers of `kind` ("vec" or "gpr") an instruction list names."""
+    """The machine registers of family `kind` an instruction list names."""
     return {op.number for ins in body for op in ins.operands if isinstance(op, PhysReg) and op.kind == kind}
 
 
@@ -158,7 +163,7 @@ class Instr:
         the width of its widest vector register (a general-register
         instruction has one form)."""
         widths = [op.bits for op in self.operands
-                  if isinstance(op, VReg) or isinstance(op, PhysReg) and op.kind == "vec"]
+                  if isinstance(op, VReg) or isinstance(op, PhysReg) and op.kind == VECTOR]
         return spec(self.op).form(encoding, max(widths, default=None))
 
 
@@ -223,10 +228,11 @@ class Kernel:
 
     @property
     def dirty_upper(self) -> bool:
-        """Whether a ymm register is written: a VEX.128 write zeroes the upper
-        half, so only then can the upper state be dirty and the epilogue
-        need vzeroupper."""
-        return any(isinstance(o, PhysReg) and o.kind == "vec" and o.bits == 256
+        """Whether a register is written wider than its family keeps clean (a
+        ymm register: a VEX.128 write zeroes the upper half), so that only
+        then can the upper state be dirty and the epilogue need vzeroupper."""
+        families = {f.name: f for f in self.target.isa.families}
+        return any(isinstance(o, PhysReg) and families[o.kind].dirties_upper(o.bits)
                    for ins in self.body for o in ins.written)
 
 

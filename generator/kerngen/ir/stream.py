@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import CheckError
+from ..machine.registers import GENERAL
 from .instr import ArgBase, Instr, Kernel, Mem, PhysReg
 from ..machine.ops import spec
 
@@ -68,7 +69,7 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
             holds[reg] = (key, disp + ins.operands[1].value)
         else:
             for op in ins.written:
-                if isinstance(op, PhysReg) and op.kind == "gpr":
+                if isinstance(op, PhysReg) and op.kind == GENERAL:
                     if op.number in counters:
                         fail("writes a loop counter")
                     holds.pop(op.number, None)

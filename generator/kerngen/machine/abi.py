@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
-             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+from .registers import GENERAL, VECTOR, CalleeSaved
+
 RSP, RBP = 4, 5
 
 
@@ -20,12 +20,15 @@ class Abi:
     name: str
     title: str
     arg_registers: tuple[int, ...]  # GPR numbers of the register arguments, in C order
-    callee_saved_gprs: tuple[int, ...]
-    callee_saved_vectors: tuple[int, ...]  # xmm registers whose low 128 bits a callee preserves
+    callee_saved: tuple[CalleeSaved, ...]  # per register family; a family not listed is volatile
     first_stack_arg: int  # offset from rsp at entry of the first argument passed on the stack
     stack_arg_homes: tuple[int, ...]  # caller-saved registers the stack arguments are loaded into
     reserved: tuple[int, ...] = ()  # registers the ISA's instructions use implicitly: no argument lives there
     moved_args: tuple[tuple[int, int], ...] = ()  # (arrival, home) of register arguments moved at entry
+
+    def saved(self, family: str) -> tuple[int, ...]:
+        """The registers of `family` a callee preserves."""
+        return next((c.registers for c in self.callee_saved if c.family == family), ())
 
     def reserving(self, registers: tuple[int, ...]) -> Abi:
         """This convention on an ISA whose instructions use `registers`
@@ -33,7 +36,7 @@ class Abi:
         them is moved at entry to a caller-saved register no argument uses."""
         if not registers:
             return self
-        spare = [r for r in range(16) if r not in self.callee_saved_gprs and r not in self.arg_registers
+        spare = [r for r in range(16) if r not in self.saved(GENERAL) and r not in self.arg_registers
                  and r not in self.stack_arg_homes and r not in registers and r not in (RSP, RBP)]
         moved = tuple(zip((r for r in self.arg_registers if r in registers), spare))
         return replace(self, reserved=registers, moved_args=moved)
@@ -61,10 +64,13 @@ class Abi:
     def scratch_gprs(self, nargs: int) -> tuple[int, ...]:
         """Caller-saved registers free for the kernel once `nargs` pointers are live."""
         taken = {self.arg_home(i) for i in range(nargs)} | {RSP, RBP} | set(self.reserved)
-        return tuple(r for r in range(16) if r not in self.callee_saved_gprs and r not in taken)
+        return tuple(r for r in range(16) if r not in self.saved(GENERAL) and r not in taken)
 
 
-SYSV = Abi("sysv", "System V AMD64", (7, 6, 2, 1, 8, 9), (3, 5, 12, 13, 14, 15), (), 8, (10, 11))
-# four register arguments, then the stack above the caller's 32-byte shadow space
-WIN64 = Abi("win64", "Microsoft x64", (1, 2, 8, 9), (3, 5, 6, 7, 12, 13, 14, 15), tuple(range(6, 16)),
+SYSV = Abi("sysv", "System V AMD64", (7, 6, 2, 1, 8, 9), (CalleeSaved(GENERAL, (3, 5, 12, 13, 14, 15), 64),),
+           8, (10, 11))
+# four register arguments, then the stack above the caller's 32-byte shadow space; of the vector registers
+# xmm6-15 keep their low 128 bits (16-31, where there are, are volatile), and no opmask register is kept
+WIN64 = Abi("win64", "Microsoft x64", (1, 2, 8, 9),
+            (CalleeSaved(GENERAL, (3, 5, 6, 7, 12, 13, 14, 15), 64), CalleeSaved(VECTOR, tuple(range(6, 16)), 128)),
             8 + 32, (10, 11))

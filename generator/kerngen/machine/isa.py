@@ -2,7 +2,8 @@
 
 An `Isa` names the widest vector registers, the encoding of its vector
 instructions (`machine.encoding`: legacy two-operand forms, VEX, EVEX), how
-the vectors builders write become legal on it, and the extensions every CPU
+the vectors builders write become legal on it, its register families
+(`machine.registers`) and how the allocator uses them, and the extensions every CPU
 running that ISA's code is assumed to have. A kernel needing more (found by
 the required-ISA pass from its instructions' forms) says so in its manifest
 entry.
@@ -19,10 +20,34 @@ from dataclasses import dataclass
 
 from .encoding import LEGACY, VEX, Encoding
 from .ops import TABLE, InstructionTable
+from .registers import GENERAL, VECTOR, RegisterFamily, general_family, vector_family
 
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
 X86_64_V3 = X86_64_V2 | frozenset({"AVX", "AVX2", "BMI1", "BMI2", "FMA", "LZCNT", "MOVBE", "PCLMULQDQ"})
+
+
+@dataclass(frozen=True)
+class RegisterUse:
+    """How the allocator uses an ISA's register families."""
+
+    lanes: str  # the family a vector's lanes live on: VECTOR, or GENERAL (a lane per register)
+    # whether the ABI's callee-saved general registers join every kernel's pool (else only a kernel asking)
+    callee_saved_general: bool = False
+    # general registers left to the roll pass: a loop's counter and one table pointer (the twiddles') where
+    # lanes live on the others, so that NTT passes roll into loops; nfl-62's forward NTT at n = 1024 then
+    # takes 74 KB of code instead of 436 KB, for 640 more instructions (spills)
+    roll_general: int = 0
+
+    @property
+    def spill_general(self) -> bool:
+        """Whether a general register's value may go to the stack: where lanes
+        live on them; else running out of them is an AllocationError, on which
+        a family may retry with more registers or another plan."""
+        return self.lanes == GENERAL
+
+
+ON_VECTORS = RegisterUse(VECTOR)
 
 
 @dataclass(frozen=True)
@@ -32,21 +57,26 @@ class Isa:
     encoding: Encoding  # of its vector instructions (the scalar ISA has none: its lanes are lowered)
     extensions: frozenset[str]  # what a CPU running this ISA's kernels has
     c_march: str  # what plain C is compiled for (-march) when compared with this ISA's kernels
-    vector_registers: int = 16
+    # its register files: vector registers (none where lanes live on general registers), general, opmask
+    families: tuple[RegisterFamily, ...] = (vector_family(16, (128, 256)), general_family())
     # how the vectors builders write become legal: the name of a strategy of `passes.legalise`: "none"
     # (they are), "split" (into register-wide parts, in the encoding's forms), "onto_gprs" (each lane on a
     # general register of its own, through the table's `on_gpr` rows)
     legalisation: str = "none"
-    reserved_gprs: tuple[int, ...] = ()  # general registers instructions use implicitly: never allocated
+    register_use: RegisterUse = ON_VECTORS
     preference: int = 0  # where several ISAs' kernels can run, the lowest is called (`dispatch`)
     # the width builders write vectors in; where registers are narrower (SSE) or lanes live on general
     # registers (scalar), legalisation splits or lowers them, so those kernels are the widest ISA's twins
     written_bits: int = 256
 
-    @property
-    def lanes_on_gpr(self) -> bool:
-        """Whether each lane of a vector lives on a general register of its own."""
-        return self.legalisation == "onto_gprs"
+    def family(self, name: str) -> RegisterFamily:
+        for f in self.families:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.name} has no {name} registers")
+
+    def has_family(self, name: str) -> bool:
+        return any(f.name == name for f in self.families)
 
     def candidates(self, generic: str, bits: int, table: InstructionTable = TABLE) -> tuple[str, ...]:
         """The rows doing `generic` on `bits`-bit lanes that kernels for this
@@ -54,7 +84,7 @@ class Isa:
         general registers, a lowering onto them. Where several do, which one
         a kernel uses is its builder's (its cost model's) choice."""
         rows = (table.ops[name] for name in table.doing(generic, bits))
-        if self.lanes_on_gpr:
+        if self.register_use.lanes == GENERAL:
             return tuple(row.name for row in rows if row.on_gpr is not None)
         return tuple(row.name for row in rows if row.encoded_in(self.encoding))
 
@@ -65,18 +95,21 @@ class Isa:
     def registers_per_vector(self, lanes: int, lane_bits: int) -> int:
         """How many registers hold one vector of `lanes` lanes: a general
         register per lane, or enough vector registers for its bits."""
-        return lanes if self.lanes_on_gpr else max(1, lanes * lane_bits // self.vector_bits)
+        return lanes if self.register_use.lanes == GENERAL else max(1, lanes * lane_bits // self.vector_bits)
 
 
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
-SSE = Isa("sse", 128, LEGACY, X86_64_V2, "x86-64-v2", legalisation="split", preference=2)
+SSE = Isa("sse", 128, LEGACY, X86_64_V2, "x86-64-v2", (vector_family(16, (128,)), general_family()),
+          legalisation="split", preference=2)
 # no vector instruction is encoded (the lanes are lowered onto general registers, whose instructions have one
 # form each); LEGACY says no vector form it could meet may assume VEX's unaligned memory operands or three
-# operands. mulx's implicit source rdx (2) is reserved for it
-SCALAR = Isa("scalar", 256, LEGACY, frozenset({"BMI2"}), "native", vector_registers=0, legalisation="onto_gprs",
-             reserved_gprs=(2,), preference=1)
+# operands. mulx's implicit source rdx (2) is reserved for it; the lanes take every general register but the
+# roll pass's, the callee-saved ones too
+SCALAR = Isa("scalar", 256, LEGACY, frozenset({"BMI2"}), "native", (general_family(implicit=(2,)),),
+             legalisation="onto_gprs", register_use=RegisterUse(GENERAL, callee_saved_general=True, roll_general=2),
+             preference=1)
 
 ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE, SCALAR)}
 

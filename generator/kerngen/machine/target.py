@@ -11,6 +11,7 @@ from functools import cached_property
 from .abi import SYSV, WIN64, Abi
 from .formats import COFF64, ELF64, MACHO64, ObjectFormat
 from .isa import ISAS, Isa
+from .registers import GENERAL
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,14 @@ class Target:
     @cached_property  # asked for every argument operand the printer spells
     def abi(self) -> Abi:
         """The platform's convention, with the registers the ISA uses implicitly kept from arguments."""
-        return self.platform.abi.reserving(self.isa.reserved_gprs)
+        return self.platform.abi.reserving(self.isa.family(GENERAL).unallocated)
+
+    def pool(self, family: str) -> tuple[int, ...]:
+        """The ISA's registers of `family` in the order to hand them out, those
+        the ABI lets a callee lose first (none where the ISA has no such family)."""
+        if not self.isa.has_family(family):
+            return ()
+        return self.isa.family(family).pool(self.abi.saved(family))
 
     @property
     def fmt(self) -> ObjectFormat:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..errors import AllocationError
 from ..ir.instr import SLOT_BYTES, GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
 from ..machine.ops import spec
+from ..machine.registers import GENERAL, VECTOR
 
 # An evicted constant read again within this many instructions is reloaded
 # into a register instead of folded: once folded it is never resident again
@@ -75,10 +76,10 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
     out: list[Instr] = []
 
     def kind(v: Operand) -> str:
-        return "vec" if isinstance(v, VReg) else "gpr"
+        return VECTOR if isinstance(v, VReg) else GENERAL
 
     def pool(k: str) -> tuple[int, ...]:
-        return pools.vector if k == "vec" else pools.gpr
+        return pools.vector if k == VECTOR else pools.gpr
 
     def phys(v: Operand) -> PhysReg:
         k = kind(v)
@@ -112,10 +113,10 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             raise AllocationError(f"no {k} register can be freed at instruction {now}")
         r = reg_of[best]
         if best not in home and best_use < (1 << 60):
-            if k != "vec" and not pools.spill_gprs:
+            if k != VECTOR and not pools.spill_gprs:
                 raise AllocationError("no general register can be freed without a spill, and none is allowed")
             slot = spill_slot()
-            if k == "vec":
+            if k == VECTOR:
                 out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
                 home[best] = ("load_aligned", slot)
             else:
@@ -134,7 +135,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             r = evict(k, now, pinned)
         reg_of[v] = r
         holder[(k, r)] = v
-        (used_vec if k == "vec" else used_gpr).add(r)
+        (used_vec if k == VECTOR else used_gpr).add(r)
         return r
 
     for i, ins in enumerate(body):

@@ -14,11 +14,12 @@ from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, Mem, Phys
 from ..machine.ops import spec
 from ..ir.stream import run_stream
 from ..machine.abi import Abi
+from ..machine.registers import GENERAL, VECTOR
 
 
 def _fits(kind: str, op) -> bool:
-    vec = isinstance(op, VReg) or (isinstance(op, PhysReg) and op.kind == "vec")
-    gpr = isinstance(op, GReg) or (isinstance(op, PhysReg) and op.kind == "gpr")
+    vec = isinstance(op, VReg) or (isinstance(op, PhysReg) and op.kind == VECTOR)
+    gpr = isinstance(op, GReg) or (isinstance(op, PhysReg) and op.kind == GENERAL)
     return {
         "v": vec, "vm": vec or isinstance(op, Mem), "m": isinstance(op, Mem), "i": isinstance(op, Imm),
         "g": gpr, "gm": gpr or isinstance(op, Mem),

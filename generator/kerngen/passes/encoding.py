@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
 from ..machine.ops import spec
-from ..machine.abi import Abi
+from ..machine.registers import GENERAL, VECTOR
 
 # A constant read fewer times than this keeps its memory operand: the load
 # into a register costs an instruction, and on Win64 a callee-saved register
@@ -131,27 +131,26 @@ def _promotable(ins: Instr, k: int) -> _Constant | None:
     s, op, dst = spec(ins.op), ins.operands[k], ins.operands[0]
     if s.cls in ("load", "store", "move", "address") or k not in s.read or s.slots[k].kind != "vm":
         return None
-    if isinstance(op, Mem) and isinstance(op.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == "vec" \
+    if isinstance(op, Mem) and isinstance(op.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == VECTOR \
             and op.size == dst.bits // 8:  # a narrower row is padded: a register would hold more than it reads
         return _Constant(op.base.label, op.offset, op.size)
     return None
 
 
-def promote_constants(body: list[Instr], vector_registers: int, abi: Abi) -> list[Instr]:
-    """Load the most-read table vectors into the vector registers the
-    allocation left unused (caller-saved ones first), at the kernel's start,
+def promote_constants(body: list[Instr], pool: tuple[int, ...]) -> list[Instr]:
+    """Load the most-read table vectors into the vector registers of `pool`
+    (in its order: caller-saved ones first) the allocation left unused, at the kernel's start,
     and read them from there; one constant per register, so groups that were
     alike stay alike (`passes.roll`)."""
-    used = registers_in(body, "vec")
-    free = [r for r in range(vector_registers) if r not in used]
-    free.sort(key=lambda r: r in abi.callee_saved_vectors)
+    used = registers_in(body, VECTOR)
+    free = [r for r in pool if r not in used]
     reads: dict[_Constant, int] = defaultdict(int)
     for ins in body:
         for k in range(len(ins.operands)):
             if (c := _promotable(ins, k)) is not None:
                 reads[c] += 1
     chosen = [c for c in sorted(reads, key=lambda c: -reads[c]) if reads[c] >= _MIN_READS][:len(free)]
-    home = {c: PhysReg("vec", r, 8 * c.size) for c, r in zip(chosen, free)}
+    home = {c: PhysReg(VECTOR, r, 8 * c.size) for c, r in zip(chosen, free)}
     loads = [Instr("load", (reg, Mem(TableBase(c.label), c.offset, c.size)), f"held in a register: read {reads[c]} times")
              for c, reg in home.items()]
     out = []
@@ -192,7 +191,7 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
     lies outside the register's reach, the run of accesses to the same table
     that would fit one disp8 window from there is counted, and the register
     is re-pointed at the window when that saves more bytes than the `lea` costs."""
-    used = registers_in(body, "gpr")
+    used = registers_in(body, GENERAL)
     free = [r for r in scratch if r not in used]
     if not free:
         return body
@@ -220,7 +219,7 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
         if count * _SAVED_PER_ACCESS <= _LEA_BYTES:
             continue
         at = (label, lo - DISP8.start, region)
-        leas[i] = Instr("lea", (PhysReg("gpr", reg), Mem(op.base, at[1], 1)), f"addresses {label} near byte {lo}")
+        leas[i] = Instr("lea", (PhysReg(GENERAL, reg, 64), Mem(op.base, at[1], 1)), f"addresses {label} near byte {lo}")
         rewritten[i, k] = Mem(op.base, op.offset, op.size, Pointer(reg, at[1]))
     out: list[Instr] = []
     for i, ins in enumerate(body):

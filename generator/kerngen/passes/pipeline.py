@@ -23,6 +23,7 @@ from ..core.contract import Bound, Contract
 from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel
 from ..machine.abi import RBP
+from ..machine.registers import GENERAL, VECTOR
 from ..machine.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
@@ -64,27 +65,22 @@ def _fold_loads(u: Unit) -> None:
         u.body = fold_loads(u.body)
 
 
-# general registers left to the roll pass where lanes live on the others: a loop's counter and one table
-# pointer (the twiddles'), so that NTT passes roll into loops; nfl-62's forward NTT at n = 1024 then takes
-# 74 KB of code instead of 436 KB, for 640 more instructions (spills)
-ROLL_REGISTERS = 2
-
-
 def _allocate(u: Unit) -> None:
-    """callee_saved (always where lanes live on general registers): also hand
+    """callee_saved (always where the ISA's register use says so): also hand
     out the ABI's callee-saved GPRs (not rbp, the frame pointer of kernels
-    with spills); the frame saves those a kernel uses."""
-    abi, isa = u.target.abi, u.target.isa
-    extra = tuple(r for r in abi.callee_saved_gprs if r != RBP) if u.callee_saved or isa.lanes_on_gpr else ()
-    scratch = abi.scratch_gprs(len(u.args))[ROLL_REGISTERS if isa.lanes_on_gpr else 0:]
-    pools = RegisterPools(vector=tuple(range(isa.vector_registers)), gpr=scratch + extra,
-                          spill_gprs=isa.lanes_on_gpr)
+    with spills); the frame saves those a kernel uses. The ISA leaves the
+    first scratch GPRs to the roll pass where it says so."""
+    abi, use = u.target.abi, u.target.isa.register_use
+    saved = abi.saved(GENERAL)
+    extra = tuple(r for r in saved if r != RBP) if u.callee_saved or use.callee_saved_general else ()
+    scratch = abi.scratch_gprs(len(u.args))[use.roll_general:]
+    pools = RegisterPools(vector=u.target.pool(VECTOR), gpr=scratch + extra, spill_gprs=use.spill_general)
     result = allocate(u.body, pools)
     u.body, u.spill_slots = list(result.body), result.spill_slots
 
 
 def _promote_constants(u: Unit) -> None:
-    u.body = promote_constants(u.body, u.target.isa.vector_registers, u.target.abi)
+    u.body = promote_constants(u.body, u.target.pool(VECTOR))
 
 
 def _check_allocated(u: Unit) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir.instr import Imm, Instr, Mem, PhysReg, Pointer, TableBase, registers_in
 from ..machine.abi import Abi
+from ..machine.registers import GENERAL
 
 # Kernels of more instructions than this are rolled. Measured on Zen 3 (same-run medians): rolled,
 # the NTTs of NewHope (n = 1024, AVX2) and of Dilithium on SSE take 13-18% fewer ticks, n = 512 on
@@ -150,9 +151,9 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
     if len(body) <= ROLL_ABOVE:
         return body
     homes = {abi.arg_home(i) for i in range(nargs)}
-    writes_home = any(isinstance(op, PhysReg) and op.kind == "gpr" and op.number in homes
+    writes_home = any(isinstance(op, PhysReg) and op.kind == GENERAL and op.number in homes
                       for ins in body for op in ins.written)
-    used = registers_in(body, "gpr")
+    used = registers_in(body, GENERAL)
     free = [r for r in abi.scratch_gprs(nargs) if r not in used]  # ascending: REX-free first
     out: list[Instr] = []
     at = 0
@@ -161,22 +162,22 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
         tables = [key for key, step in strides.items() if key[0] == "table" and step]
         if writes_home or len(free) < 1 + len(tables):
             continue
-        counter, pointers = PhysReg("gpr", free[0]), dict(zip(tables, free[1:]))
+        counter, pointers = PhysReg(GENERAL, free[0], 64), dict(zip(tables, free[1:]))
         segment = body[run.start:run.start + run.length]
         bias = {key: min(op.offset for ins in segment for op in ins.operands
                          if isinstance(op, Mem) and op.buffer == key) for key in tables}
         out += body[at:run.start]
-        out += [Instr("lea", (PhysReg("gpr", r), Mem(TableBase(key[1]), bias[key], 1)), "the loop's table pointer")
+        out += [Instr("lea", (PhysReg(GENERAL, r, 64), Mem(TableBase(key[1]), bias[key], 1)), "the loop's table pointer")
                 for key, r in pointers.items()]
         out.append(Instr("repeat", (counter, Imm(run.count), Imm(loop)), f"{run.count} times"))
         for ins in segment:
             ops = tuple(Mem(op.base, op.offset, op.size, Pointer(pointers[op.buffer], bias[op.buffer]))
                         if isinstance(op, Mem) and op.buffer in pointers else op for op in ins.operands)
             out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
-        moved = [(PhysReg("gpr", abi.arg_home(key[1])), step) for key, step in strides.items()
+        moved = [(PhysReg(GENERAL, abi.arg_home(key[1]), 64), step) for key, step in strides.items()
                  if key[0] == "arg" and step]
         out += [Instr("add", (reg, Imm(step))) for reg, step in moved]
-        out += [Instr("add", (PhysReg("gpr", r), Imm(strides[key]))) for key, r in pointers.items()]
+        out += [Instr("add", (PhysReg(GENERAL, r, 64), Imm(strides[key]))) for key, r in pointers.items()]
         out.append(Instr("repeat_end", (counter, Imm(loop))))
         out += [Instr("add", (reg, Imm(-step * run.count)), "back to the argument") for reg, step in moved]
         at = run.end
