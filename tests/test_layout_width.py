@@ -12,15 +12,18 @@ import pytest
 from kerngen.families.ntt.layout import Butterflies, pairs, plan, split_vectors
 from kerngen.families.ntt.shuffles import Interleave, Swap, lane_moves
 from kerngen.ir.lanes import SPLIT, move_lanes
+from kerngen.machine.encoding import EVEX
 from kerngen.machine.isa import AVX2
 from kerngen.machine.ops import spec
+from kerngen.machine.registers import MASKS, general_family, vector_family
 from kerngen.machine.target import PLATFORMS, Target, make_target
 
 
 def wide_target(lane_bits: int) -> Target:
     """A target writing 512-bit vectors into 512-bit registers (an AVX-512 ISA
     as far as the layout is concerned)."""
-    isa = dataclasses.replace(AVX2, name="avx512", vector_bits=512, written_bits=512, vector_registers=32,
+    isa = dataclasses.replace(AVX2, name="avx512", vector_bits=512, written_bits=512, encoding=EVEX,
+                              families=(vector_family(32, EVEX.widths), general_family(), MASKS),
                               extensions=AVX2.extensions | {"AVX512F", "AVX512BW", "AVX512VL"})
     return Target(isa, lane_bits, PLATFORMS["sysv"])
 

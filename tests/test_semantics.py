@@ -18,6 +18,7 @@ from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Instr, Kernel, KReg
 from kerngen.machine.encoding import EVEX
 from kerngen.machine.isa import ISAS
 from kerngen.machine.ops import OPS, TERNARY, Arith, by_width, spec, unsigned, wrap
+from kerngen.machine.registers import MASK
 from kerngen.machine.target import make_target
 from kerngen.passes.lemmas import ScalarIdiom
 from kerngen.passes.verify import verify_kernel
@@ -226,7 +227,7 @@ def test_a_ternary_semantics_with_its_bit_order_reversed_is_caught(monkeypatch):
 
 def test_the_verifier_evaluates_ternary_accumulating_and_masked_rows_exactly():
     a, b, c = A, B, C
-    mask = PhysReg("k", 1, 256)
+    mask = PhysReg(MASK, 1, 256)
     body = [_load(0, "A"), _load(1, "B"), _load(2, "C"), _load(3, "C"), _load(4, "C"), _load(7, "C"),
             Instr("vpcmpgtq_k", (mask, _ymm(0), _ymm(1))),
             Instr("vpaddq_evex_merge", (_ymm(2), mask, _ymm(0), _ymm(1))),
@@ -253,7 +254,7 @@ def test_the_verifier_evaluates_ternary_accumulating_and_masked_rows_exactly():
 
 
 def test_the_verifier_carries_intervals_through_an_undecided_mask():
-    mask = PhysReg("k", 1, 256)
+    mask = PhysReg(MASK, 1, 256)
     body = [Instr("load", (_ymm(0), Mem(ArgBase(0), 0, 32))), _load(1, "TEN"), _load(2, "OLD"),
             Instr("vpcmpgtq_k", (mask, _ymm(0), _ymm(1))),  # x > 10: some inputs yes, some no
             Instr("vpaddq_evex_zero", (_ymm(3), mask, _ymm(0), _ymm(1))),

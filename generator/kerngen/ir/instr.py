@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..machine.ops import spec
-from ..machine.registers import VECTOR
+from ..machine.registers import MASK, VECTOR
 
 if TYPE_CHECKING:
     from ..machine.encoding import Encoding, Form
@@ -115,7 +115,7 @@ class KReg:
     bits: int
 
 
-LANED = ("vec", "k")  # register kinds holding one entry per lane of `bits`-wide vectors
+LANED = (VECTOR, MASK)  # register families holding one entry per lane of `bits`-wide vectors
 
 Operand = VReg | GReg | KReg | PhysReg | Mem | Imm
 

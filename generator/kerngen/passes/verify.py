@@ -38,6 +38,7 @@ from ..errors import VerifyError
 from ..ir.instr import LANED, ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
 from ..machine.ops import Arith, lane_range, lane_value, spec
+from ..machine.registers import VECTOR
 from ..ir.stream import executed
 from ..emission.printer import instr_text
 from .idioms import check_for
@@ -314,7 +315,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
             result = sources[0]  # a copy, or a spilled value reloaded, is the same value
         else:
             result = _evaluate(mc, ins, index, s, sources, imm, lanes, group)
-        if dst.kind == "vec" and lanes < mc.model_lanes:  # a VEX.128 write zeroes the upper half; legacy keeps it
+        if dst.kind == VECTOR and lanes < mc.model_lanes:  # a VEX.128 write zeroes the upper half; legacy keeps it
             if kernel.target.isa.encoding.zeroes_upper:
                 upper_l, upper_d = [ZERO] * (mc.model_lanes - lanes), [0] * (mc.model_lanes - lanes)
             else:
