@@ -112,3 +112,15 @@ def test_every_isa_names_a_legalisation_strategy_and_an_encoding_of_its_width():
         # lanes live on general registers exactly where they are legalised onto them, and the ISA then has
         # no vector registers to allocate
         assert on_general == (isa.legalisation == "onto_gprs") == (not isa.has_family(VECTOR)), isa.name
+
+
+def test_an_isa_read_back_from_the_store_selects_as_before():
+    """Bundles are pickled into the store: an ISA read back (its encoding a
+    copy, not the module's row) must find the same forms."""
+    import pickle
+
+    for isa in ISAS.values():
+        copy = pickle.loads(pickle.dumps(isa))
+        assert copy.encoding is not isa.encoding
+        for generic, bits in (("minu", 16), ("select_negative", 64), ("add", 32), ("mullo", 64)):
+            assert copy.candidates(generic, bits) == isa.candidates(generic, bits), (isa.name, generic, bits)

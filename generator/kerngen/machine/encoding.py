@@ -51,4 +51,4 @@ class Form:
     registers: int  # registers of its operands' file it can name
 
     def exists(self, encoding: Encoding, bits: int) -> bool:
-        return self.encoding is encoding and bits in self.widths
+        return self.encoding == encoding and bits in self.widths

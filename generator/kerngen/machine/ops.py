@@ -429,7 +429,7 @@ class Op:
 
     def encoded_in(self, encoding: Encoding) -> bool:
         """Whether some form of this row is of `encoding`."""
-        return any(f.encoding is encoding for f in self.forms)
+        return any(f.encoding == encoding for f in self.forms)
 
     def ties(self, form: Form) -> bool:
         """Whether `form` names one register for the destination and the first
