@@ -18,7 +18,7 @@ from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Instr, Kernel, KReg
 from kerngen.machine.encoding import EVEX
 from kerngen.machine.isa import ISAS
 from kerngen.machine.ops import OPS, TERNARY, Arith, by_width, spec, unsigned, wrap
-from kerngen.machine.registers import MASK
+from kerngen.machine.registers import MASK, MASKS, general_family, vector_family
 from kerngen.machine.target import make_target
 from kerngen.passes.lemmas import ScalarIdiom
 from kerngen.passes.verify import verify_kernel
@@ -174,7 +174,8 @@ def test_a_masked_instruction_names_its_mask_in_the_ir():
 _AVX2 = make_target("avx2", 64)
 # the AVX2 target's registers with EVEX forms (no ISA of the table encodes them yet), as the verifier's
 # messages spell instructions in the target's forms
-TARGET = dataclasses.replace(_AVX2, isa=dataclasses.replace(_AVX2.isa, encoding=EVEX))
+TARGET = dataclasses.replace(_AVX2, isa=dataclasses.replace(_AVX2.isa, encoding=EVEX, families=(
+    vector_family(32, EVEX.widths), general_family(), MASKS)))
 
 
 def _ymm(n: int) -> PhysReg:

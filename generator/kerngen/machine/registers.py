@@ -25,7 +25,7 @@ class RegisterFamily:
     name: str  # VECTOR, GENERAL or MASK
     count: int  # registers numbered 0..count-1
     # the widths it is written at and the spelling at each: (bits, prefix) rows for numbered registers
-    # (xmm3, ymm3, zmm3), or else the registers' names (the general registers, written at 64 bits)
+    # (xmm3, ymm3, zmm3), or else the registers' names at every width (the general registers, the opmasks)
     prefixes: tuple[tuple[int, str], ...] = ()
     names: tuple[str, ...] = ()
     unallocated: tuple[int, ...] = ()  # numbers never handed out (k0: "no mask"; the ISA's implicit operands)
@@ -64,8 +64,9 @@ def general_family(implicit: tuple[int, ...] = ()) -> RegisterFamily:
     return RegisterFamily(GENERAL, len(GPR_NAMES), names=GPR_NAMES, unallocated=implicit)
 
 
-# AVX-512's opmask registers k0-k7: k0 as a mask operand means "no mask", so it is never allocated
-MASKS = RegisterFamily(MASK, 8, ((64, "k"),), unallocated=(0,))
+# AVX-512's opmask registers k0-k7: k0 as a mask operand means "no mask", so it is never allocated; named,
+# as the general registers are, whatever the width of the vectors whose lanes they select
+MASKS = RegisterFamily(MASK, 8, names=tuple(f"k{n}" for n in range(8)), unallocated=(0,))
 
 
 @dataclass(frozen=True)
