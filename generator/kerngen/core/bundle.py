@@ -20,7 +20,6 @@ from .proof import MapProof
 
 if TYPE_CHECKING:
     from ..ir.instr import Kernel
-    from .family import Family
     from ..machine.target import Target
 
 
@@ -120,7 +119,9 @@ class Bundle:
     notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
     header: tuple[CDefine | CTable, ...] = ()  # what a C user needs beyond the prototypes
     design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
-    family: Family | None = None  # the family that built it (its vendoring context); None: a bundle made by hand
+    # the family that built it (a `core.family.Family`, which knows bundles: so not named here), for its
+    # vendoring context; None: a bundle made by hand
+    family: Any = None
 
     @property
     def preferred(self) -> tuple[Function, ...]:
