@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kerngen.cli import main as kerngen_main
+from kerngen.ir.instr import ArgBase, Builder, Mem
 from kerngen.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,3 +93,17 @@ from hypothesis import settings as _settings
 
 _settings.register_profile("kerngen", derandomize=True, deadline=None)
 _settings.load_profile("kerngen")
+
+
+def register_pressure(count: int) -> Builder:
+    """A body with `count` 256-bit vectors live at once (and a running sum
+    beside them), for the allocator's tests."""
+    b = Builder(256)
+    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
+    acc = vs[0]
+    for v in vs[1:]:
+        acc = b.op("vpaddw", acc, v)
+    b.emit("store", Mem(ArgBase(1), 0, 32), acc)
+    for v in vs:  # keep every value alive to the end
+        b.emit("store", Mem(ArgBase(1), 32, 32), v)
+    return b

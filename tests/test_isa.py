@@ -6,27 +6,17 @@ from kerngen.machine.target import make_target
 
 import pytest
 
-
-def _pressure(count: int):
-    b = Builder(256)
-    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
-    acc = vs[0]
-    for v in vs[1:]:
-        acc = b.op("vpaddw", acc, v)
-    b.emit("store", Mem(ArgBase(1), 0, 32), acc)
-    for v in vs:  # keep every value alive to the end
-        b.emit("store", Mem(ArgBase(1), 32, 32), v)
-    return b
+from conftest import register_pressure
 
 
 def test_no_spill_when_values_fit():
-    a = allocate(_pressure(15).instrs, RegisterPools())
+    a = allocate(register_pressure(15).instrs, RegisterPools())
     assert a.spill_slots == 0
     assert not any(isinstance(o, Mem) and o.base == StackBase() for i in a.body for o in i.operands)
 
 
 def test_spills_when_more_values_than_registers_live():
-    a = allocate(_pressure(20).instrs, RegisterPools())
+    a = allocate(register_pressure(20).instrs, RegisterPools())
     assert a.spill_slots > 0
     text = "\n".join(body_text(a.body, make_target("avx2", 16)))
     assert "[rsp" in text

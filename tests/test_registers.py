@@ -9,12 +9,14 @@ import pytest
 
 from kerngen.emission.frame import frame_of
 from kerngen.emission.printer import body_text, register_text
-from kerngen.ir.instr import ArgBase, Builder, Instr, Kernel, Mem, PhysReg
+from kerngen.ir.instr import ArgBase, Instr, Kernel, Mem, PhysReg
 from kerngen.machine.encoding import EVEX
 from kerngen.machine.isa import AVX2
 from kerngen.machine.registers import MASK, MASKS, VECTOR, general_family, vector_family
 from kerngen.machine.target import PLATFORMS, Target
 from kerngen.passes.allocate import RegisterPools, allocate
+
+from conftest import register_pressure
 
 # AVX2 with AVX-512's register files: 32 vector registers up to zmm, and the opmask registers
 WIDE = dataclasses.replace(AVX2, name="wide", families=(vector_family(32, EVEX.widths), general_family(), MASKS))
@@ -24,21 +26,8 @@ def _target(isa, platform: str = "sysv") -> Target:
     return Target(isa, 16, PLATFORMS[platform])
 
 
-def _pressure(count: int) -> Builder:
-    """`count` vectors live at once (and a running sum beside them)."""
-    b = Builder(256)
-    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
-    acc = vs[0]
-    for v in vs[1:]:
-        acc = b.op("vpaddw", acc, v)
-    b.emit("store", Mem(ArgBase(1), 0, 32), acc)
-    for v in vs:
-        b.emit("store", Mem(ArgBase(1), 32, 32), v)
-    return b
-
-
 def _kernel(target: Target, count: int) -> Kernel:
-    result = allocate(_pressure(count).instrs, RegisterPools(vector=target.pool(VECTOR)))
+    result = allocate(register_pressure(count).instrs, RegisterPools(vector=target.pool(VECTOR)))
     return Kernel("k", (), result.body, (), target, frozenset(), result.spill_slots)
 
 
