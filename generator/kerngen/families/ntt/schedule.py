@@ -85,7 +85,7 @@ class ReductionSchedule:
         return {"policy": self.policy, "reduction": self.reduction, "reductions": self.count,
                 "max_bound": list(self.max_bound),
                 "before_layer": [{"layer": l, "registers": sorted(r)} for l, r in self.before if r],
-                "after_last_layer": self.at_end}
+                "after_last_layer": self.at_end, "scale_on_last_layer": self.scale_last}
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
             if fn is None:  # a kernel this CPU cannot run is left out of the test
                 continue
             b = kernel_builder(ar.layout)
-            build_ntt(b, ar, schedule(ar, p.policy, direction, fn.input.bound[1]),
+            scale_last = fn.fact("reduction", {}).get("scale_on_last_layer", False)  # as the build chose
+            build_ntt(b, ar, schedule(ar, p.policy, direction, fn.input.bound[1], scale_last),
                       f"{p.prefix}_ntt_{direction}_twiddles_{isa}")
             built.append(b)
         forward = fns.get(symbol % "ntt_forward")
