@@ -26,7 +26,7 @@ from ..harness import protocol
 from ..harness.protocol import Case, CaseResult
 from ..ir.instr import Kernel
 from ..machine.target import NATIVE
-from ..passes.interpret import ModelError, run_kernel
+from ..passes.interpret import ModelError, Program, compile_kernel
 
 
 def shipped_kernels(directory: Path, manifest: Manifest, bundles: Sequence[Bundle]) -> dict[str, Kernel]:
@@ -43,26 +43,34 @@ def shipped_kernels(directory: Path, manifest: Manifest, bundles: Sequence[Bundl
     return {f.symbol: f.kernel for f in native.functions}
 
 
-def model_calls(kernels: dict[str, Kernel]) -> Calls:
-    """The checks' calls, made on the machine model."""
-    return Calls(lambda cases: run_cases(kernels, cases), lambda fn, inputs: run_rows(kernels, fn, inputs))
+class Model:
+    """The kernels of a bundle on the machine model, each compiled once, when first called."""
+
+    def __init__(self, kernels: dict[str, Kernel]):
+        self.kernels = kernels
+        self.programs: dict[str, Program] = {}
+
+    def calls(self) -> Calls:
+        """The checks' calls, made on the model."""
+        return Calls(lambda cases: run_cases(self, cases), lambda fn, inputs: run_rows(self, fn, inputs))
+
+    def kernel(self, symbol: str) -> Kernel:
+        if symbol not in self.kernels:
+            raise protocol.KernelFault(f"{symbol}: no such function among the kernels derived from the manifest")
+        return self.kernels[symbol]
+
+    def run(self, symbol: str, inputs: dict, aliases: dict[int, int] | None = None) -> dict[int, np.ndarray]:
+        """The kernel's buffers after one call per row; the model's refusals are
+        a failed check of the kernel (as a crash on the CPU is)."""
+        try:
+            if symbol not in self.programs:
+                self.programs[symbol] = compile_kernel(self.kernel(symbol))
+            return self.programs[symbol].run(inputs, aliases)
+        except ModelError as e:
+            raise protocol.KernelFault(f"on the machine model: {e}") from None
 
 
-def _kernel(kernels: dict[str, Kernel], symbol: str) -> Kernel:
-    if symbol not in kernels:
-        raise protocol.KernelFault(f"{symbol}: no such function among the kernels derived from the manifest")
-    return kernels[symbol]
-
-
-def _run(kernel: Kernel, inputs: dict, aliases: dict[int, int] | None = None) -> dict[int, np.ndarray]:
-    """run_kernel, its refusals counted as a failed check of the kernel (as a crash on the CPU is)."""
-    try:
-        return run_kernel(kernel, inputs, aliases)
-    except ModelError as e:
-        raise protocol.KernelFault(f"on the machine model: {e}") from None
-
-
-def run_cases(kernels: dict[str, Kernel], cases: Sequence[Case]) -> list[CaseResult]:
+def run_cases(model: Model, cases: Sequence[Case]) -> list[CaseResult]:
     """Each case's verdict and outputs, as `protocol.run_runner` gives them;
     an input argument the kernel changes is reported as the runner does."""
     groups: dict[tuple, list[int]] = {}
@@ -70,13 +78,13 @@ def run_cases(kernels: dict[str, Kernel], cases: Sequence[Case]) -> list[CaseRes
         groups.setdefault((c.symbol, tuple(a.alias_of for a in c.args)), []).append(k)
     results: list[CaseResult | None] = [None] * len(cases)
     for (symbol, aliases), members in groups.items():
-        kernel = _kernel(kernels, symbol)
+        kernel = model.kernel(symbol)
         first = cases[members[0]].args
         if [(a.role, a.elem_bytes, a.count) for a in first] != [(a.role, a.elem_bytes, a.count) for a in kernel.args]:
             raise protocol.KernelFault(f"{symbol}: the cases' arguments are not the kernel's")
         inputs = {i: _words([cases[k].args[i].data for k in members], a.elem_bytes)
                   for i, a in enumerate(first) if a.data is not None}
-        after = _run(kernel, inputs, {i: j for i, j in enumerate(aliases) if j is not None})
+        after = model.run(symbol, inputs, {i: j for i, j in enumerate(aliases) if j is not None})
         shared = {j for j in aliases if j is not None}
         for row, k in enumerate(members):
             changed = next((i for i, a in enumerate(first) if a.role == "in" and i not in shared
@@ -98,12 +106,11 @@ def _read(words: np.ndarray, arg: protocol.Arg) -> list[int]:
     return (words if arg.unsigned else words.view(f"<i{arg.elem_bytes}")).tolist()
 
 
-def run_rows(kernels: dict[str, Kernel], fn: dict, inputs: dict) -> dict[int, np.ndarray]:
+def run_rows(model: Model, fn: dict, inputs: dict) -> dict[int, np.ndarray]:
     """`protocol.run_batch` on the model: the function called once per row of `inputs`."""
-    kernel = _kernel(kernels, fn["symbol"])
     kind = protocol.batch_type(fn["dtype"])
     records = len(next(iter(inputs.values())))
     data = {i: protocol.batch_rows(inputs[i], kind, records, a["count"]) for i, a in enumerate(fn["args"])
             if a["role"] != "out"}
-    after = _run(kernel, data)
+    after = model.run(fn["symbol"], data)
     return {i: protocol.batch_output(after[i].view(kind)) for i, a in enumerate(fn["args"]) if a["role"] != "in"}

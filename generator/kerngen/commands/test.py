@@ -219,7 +219,7 @@ def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family:
     if built is None:
         say(f"{tally.name}: deriving the kernels from the manifest's parameters for the machine model")
         built = Store.default().bundles(manifest_params(directory, whole))
-    calls = on_model.model_calls(on_model.shipped_kernels(directory, whole, built))
+    calls = on_model.Model(on_model.shipped_kernels(directory, whole, built)).calls()
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions on the machine model "
         "(the instruction table's semantics), not the CPU")
