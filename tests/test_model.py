@@ -21,11 +21,15 @@ from kerngen.families import from_mapping, load
 from kerngen.families.ntt import checks as ntt_checks
 from kerngen.harness import protocol, toolchain
 from kerngen.harness.cpu import cpu_flags
-from kerngen.ir.instr import Instr
+from kerngen.ir.instr import Imm, Instr, PhysReg
 from kerngen.machine.ops import MULHI, MULHU, MINU, OPS, SRL
+from kerngen.machine.registers import MASK
+from kerngen.passes.interpret import compile_kernel
+from kerngen.passes.verify import verify_kernel
 
 from conftest import REPO, STORE
 from mutation import copied_with
+from test_semantics import A, B, C, _kernel, _load, _store, _ymm
 
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
                                  reason="nasm and gcc are needed to run kernels")
@@ -61,6 +65,27 @@ def test_64_bit_semantics_on_numpy_arrays_are_those_on_integers():
         assert got.tolist() == [semantics.exact((int(x), int(y)), 64) for x, y in zip(a, b)]
     got = SRL.exact((a, 13), 64)
     assert got.tolist() == [SRL.exact((int(x), 13), 64) for x in a]
+
+
+def test_the_model_computes_the_verifier_s_constants_on_evex_rows():
+    """Opmask, merge- and zero-masked, accumulating, three-source and 128-bit
+    movement rows of AVX-512 on constant vectors: the model's lanes are the
+    exact ones the verifier establishes (both from the table alone)."""
+    mask = PhysReg(MASK, 1, 256)
+    body = [_load(0, "A"), _load(1, "B"), _load(2, "C"), _load(3, "C"), _load(4, "C"), _load(5, "C"),
+            Instr("vpcmpgtq_k", (mask, _ymm(0), _ymm(1))),
+            Instr("vpaddq_evex_merge", (_ymm(2), mask, _ymm(0), _ymm(1))),
+            Instr("vpmadd52luq_zero", (_ymm(5), mask, _ymm(0), _ymm(1))),
+            Instr("vpmadd52huq", (_ymm(3), _ymm(0), _ymm(1))),
+            Instr("vpternlogq", (_ymm(6), _ymm(0), _ymm(1), _ymm(4), Imm(0x96))),
+            Instr("vshufi64x2", (_ymm(7), _ymm(0), _ymm(1), Imm(0b01))),
+            _store(0, 2), _store(1, 5), _store(2, 3), _store(3, 6), _store(4, 7)]
+    kernel = _kernel({"A": A, "B": B, "C": C}, body, 0, 5)
+    proof = verify_kernel(kernel, {}, (1 << 61) - 1)
+    after = compile_kernel(kernel).run({})
+    for arg, lanes in proof.outputs.items():
+        assert all(lo == hi for lo, hi in lanes)
+        assert after[arg].view(np.int64)[0].tolist() == [lo for lo, _ in lanes], arg
 
 
 def _words(kind: np.dtype, rows: int, count: int, rng) -> np.ndarray:
@@ -144,6 +169,17 @@ def test_a_bundle_whose_assembly_is_not_derived_again_is_refused(tmp_path):
     _, manifest = read_bundle(copy)
     with pytest.raises(BundleError, match="not the assembly this kerngen emits"):
         on_model.shipped_kernels(copy, manifest, STORE.bundles(load(REPO / "params/kyber-3329.toml")))
+
+
+def test_functions_neither_the_cpu_nor_the_model_can_run_fail(monkeypatch, tmp_path):
+    """An edited bundle on a CPU without AVX2: its AVX2 functions have no
+    instruction stream for the model, and are counted failed, not skipped."""
+    directory = REPO / "generated/kyber-3329"
+    asm = (directory / "kyber-3329.asm").read_text()
+    copy = copied_with(directory, {"kyber-3329.asm": asm.replace("vpsubw", "vpaddw", 1)}, tmp_path / "copy")
+    monkeypatch.setattr(test_command, "cpu_flags", lambda: cpu_flags() - {"avx2"})
+    outcome = run_bundle_test(copy, 1, lambda s: None, tmp_path, reemit=False)
+    assert any("kg_kyber3329_ntt_forward_avx2" in f and "(not run)" in f for f in outcome.failures), outcome.failures
 
 
 def _mutant(bundle, symbol: str, change):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import BundleError
 from ..core.bundle import Bundle
 from ..core.family import Calls, Constants, Family
 from ..core.manifest import Manifest, ObjectEntry, read_bundle
@@ -211,15 +212,23 @@ def _test_macho(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
 
 
 def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family: Family, seed: int, say: Say,
-                   tally: _Tally, built: tuple[Bundle, ...] | None) -> None:
+                   tally: _Tally, built: tuple[Bundle, ...] | None, asked: bool) -> None:
     """Every check of `manifest`'s functions, and the multi-call checks and
     basis-vector proofs, run on the machine model: the kernels built again
     from the parameters (`built`, else through the store), refused unless
-    they render to the bundle's assembly byte for byte."""
+    they render to the bundle's assembly byte for byte (BundleError where the
+    model was `asked` for, else a failed check: functions nothing ran)."""
     if built is None:
         say(f"{tally.name}: deriving the kernels from the manifest's parameters for the machine model")
         built = Store.default().bundles(manifest_params(directory, whole))
-    calls = on_model.Model(on_model.shipped_kernels(directory, whole, built)).calls()
+    try:
+        calls = on_model.Model(on_model.shipped_kernels(directory, whole, built)).calls()
+    except BundleError as e:
+        if asked:
+            raise
+        # neither this CPU nor the model can run them: not passed
+        tally.judge(f"{', '.join(f.symbol for f in manifest.functions)} (not run)", str(e))
+        return
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions on the machine model "
         "(the instruction table's semantics), not the CPU")
@@ -276,6 +285,6 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
             if workdir is None:
                 wine.stop_wineserver(work)
     if modelled:
-        _test_on_model(directory, whole, whole.only(modelled), family, seed, say, tally, built)
+        _test_on_model(directory, whole, whole.only(modelled), family, seed, say, tally, built, on_model)
     say(f"{name}: {tally.passed} passed, {len(tally.failures)} failed")
     return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures))

@@ -70,10 +70,11 @@ class Program:
         """The kernel called once per row of `inputs` (argument index -> array
         of shape (rows, count) of integers of the argument's element width,
         signed or unsigned, for every in/inout argument); `aliases` maps an
-        argument to the one whose buffer it shares. Returns every argument's
-        elements after the calls as unsigned arrays of the same shape."""
+        argument to the one whose buffer it shares (a kernel of no inputs runs
+        once). Returns every argument's elements after the calls as unsigned
+        arrays of the same shape."""
         kernel, aliases = self.kernel, aliases or {}
-        rows = len(next(iter(inputs.values())))
+        rows = len(next(iter(inputs.values()))) if inputs else 1
         buffers: dict[int, np.ndarray] = {}
         for i, a in enumerate(kernel.args):
             if i in aliases:
