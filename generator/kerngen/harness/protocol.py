@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Arg", "BenchResult", "Case", "CaseResult", "KernelFault", "batch_output", "batch_rows", "batch_type",
-    "check_libs", "describe_exit", "element_bytes", "manifest_arg", "parse_runner_output", "run_batch", "run_bench", "run_runner", "write_vectors",
+    "check_libs", "describe_exit", "element_bytes", "manifest_arg", "parse_runner_output", "run_batch", "run_bench",
+    "run_runner", "write_vectors",
 ]
 
 MAX_ARGS = 5

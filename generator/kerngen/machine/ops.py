@@ -80,7 +80,8 @@ def high_half(a, b, bits: int, signed: bool):
     middle = ((a0 * b0) >> half) + (a1 * b0 & low) + (a0 * b1)  # below 2^bits: no wrap
     high = a1 * b1 + ((a1 * b0) >> half) + (middle >> half)
     if signed:  # a factor below zero is its unsigned reading less 2^bits
-        high = high - np.where(wrap(ua, bits) < 0, ub, 0).astype(kind) - np.where(wrap(ub, bits) < 0, ua, 0).astype(kind)
+        high = high - np.where(wrap(ua, bits) < 0, ub, 0).astype(kind)
+        high = high - np.where(wrap(ub, bits) < 0, ua, 0).astype(kind)
     return wrap(high, bits)
 
 
