@@ -67,6 +67,28 @@ def test_64_bit_semantics_on_numpy_arrays_are_those_on_integers():
     assert got.tolist() == [SRL.exact((int(x), 13), 64) for x in a]
 
 
+def test_block_semantics_on_integers():
+    """vpclmulqdq's words against shift-and-xor products, vpmaddwd's sums
+    (the one that wraps too) and vpshufb's zeroing and lane-local indices."""
+    rng = np.random.default_rng(4)
+    edges = np.array([0, 2**64 - 1, 2**63], dtype=np.uint64)
+    x, y = (np.concatenate([edges, rng.integers(0, 2**64 - 1, 64, dtype=np.uint64, endpoint=True)]) for _ in range(2))
+    blocks = np.stack([x, y], axis=-1)
+    for imm in (0x00, 0x01, 0x10, 0x11):
+        got = OPS["vpclmulqdq"].blocks.value((blocks, blocks[::-1]), imm).astype(np.uint64)
+        for k in range(len(x)):
+            a, b = int(blocks[k, imm & 1]), int(blocks[::-1][k, imm >> 4 & 1])
+            want = 0
+            for i in range(64):
+                want ^= (a << i) * (b >> i & 1)
+            assert int(got[k, 1]) << 64 | int(got[k, 0]) == want
+    halves = np.array([[0x8000, 0x8000], [3, 0xFFFF]], dtype=np.uint16)  # (-2^15)^2 * 2 wraps; 3*3 + (-1)*2
+    sums = OPS["vpmaddwd"].blocks.value((halves, np.array([[0x8000, 0x8000], [3, 2]], dtype=np.uint16)), None)
+    assert [int(lo) & 0xFFFF | (int(hi) & 0xFFFF) << 16 for lo, hi in sums] == [0x80000000, 7]
+    data, control = np.arange(16, 32, dtype=np.uint8)[None], np.array([[15, 0x80, 1, 0x8F] * 4], dtype=np.uint8)
+    assert OPS["vpshufb"].blocks.value((data, control), None).tolist() == [[31, 0, 17, 0] * 4]
+
+
 def test_the_model_computes_the_verifier_s_constants_on_evex_rows():
     """Opmask, merge- and zero-masked, accumulating, three-source and 128-bit
     movement rows of AVX-512 on constant vectors: the model's lanes are the
