@@ -8,6 +8,8 @@ A bundle this kerngen version wrote is also compared with what its parameters
 give: an NTT bundle's constant tables, made again by the kernel builders
 alone (seconds, where a whole emission of a large set takes minutes); a
 bundle of another family, with a fresh emission of the whole bundle.
+Functions this CPU cannot run, and with `--on-model` every function, run
+their checks on the machine model instead (`on_model`).
 """
 
 from __future__ import annotations

@@ -298,26 +298,17 @@ def _sum_of_products(sources, imm):
 
 
 def clmul(x, y):
-    """The 128-bit carry-less product of numpy arrays of 64-bit words, as (low
-    words, high words): y four bits at a time, each picking one of x's
-    carry-less multiples by 0..15 (of at most 67 bits)."""
+    """The 128-bit carry-less product of numpy arrays of 64-bit words, as (low words, high words)."""
     import numpy as np
 
     word = np.uint64
-    low, high = [np.zeros_like(x)], [np.zeros_like(x)]
-    for k in range(1, 16):  # k's multiple: that of k without its top bit, and x shifted to the top bit
-        top, rest = k.bit_length() - 1, k ^ (1 << (k.bit_length() - 1))
-        low.append(low[rest] ^ (x << word(top)))
-        high.append(high[rest] ^ (x >> word(64 - top)) if top else high[rest])
-    out_low, out_high = np.zeros_like(x), np.zeros_like(x)
-    for shift in range(0, 64, 4):
-        nibble = ((y >> word(shift)) & word(15)).astype(np.intp)
-        part_low, part_high = np.choose(nibble, low), np.choose(nibble, high)
-        out_low ^= part_low << word(shift)
-        out_high ^= part_high << word(shift)
-        if shift:
-            out_high ^= part_low >> word(64 - shift)
-    return out_low, out_high
+    low, high = np.zeros_like(x), np.zeros_like(x)
+    for i in range(64):
+        taken = x & (word(0) - (y >> word(i) & word(1)))  # x where bit i of y is set
+        low ^= taken << word(i)
+        if i:
+            high ^= taken >> word(64 - i)
+    return low, high
 
 
 def _carryless(sources, imm):
