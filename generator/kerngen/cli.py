@@ -58,10 +58,10 @@ def cmd_test(args) -> int:
             given = [f"--{k}" for k in OVERRIDES if getattr(args, k) is not None]
             if given:
                 raise UsageError(f"{', '.join(given)}: settings for parameter files; {arg} is an emitted bundle")
-            outcome = test_bundle(Path(arg), args.seed, _say)
+            outcome = test_bundle(Path(arg), args.seed, _say, on_model=args.on_model)
         else:
             path, _ = shipped.resolve(arg, bundles=True)
-            outcome = test_params(load(path, _overrides(args)), args.seed, _say)
+            outcome = test_params(load(path, _overrides(args)), args.seed, _say, on_model=args.on_model)
         passed += outcome.passed
         failed += outcome.failed
         for f in outcome.failures:
@@ -184,10 +184,15 @@ def parser() -> argparse.ArgumentParser:
                                    "every function is called through the C harness with random and worst-case inputs "
                                    "of its contract and judged from the manifest alone. The ELF object runs here; "
                                    "a Windows object runs under Wine (when wine and MinGW-w64 are installed); "
-                                   "a Mach-O object is assembled and read back with llvm-nm and llvm-objdump.")
+                                   "a Mach-O object is assembled and read back with llvm-nm and llvm-objdump. "
+                                   "Functions this CPU cannot run are run on the machine model (the instruction "
+                                   "table's semantics, which the verifier proves kernels by) instead.")
     common(t)
     platforms(t)
     t.add_argument("--seed", type=int, default=1, help="seed of random inputs, canaries and register fill (default 1)")
+    t.add_argument("--on-model", action="store_true",
+                   help="run every check on the machine model instead of the CPU (the kernels are built again from "
+                        "the manifest's parameters and must render to the bundle's assembly byte for byte)")
     t.set_defaults(func=cmd_test)
 
     b = sub.add_parser("bench", help="ticks per call beside the comparison code, with static figures")

@@ -8,6 +8,8 @@ A bundle this kerngen version wrote is also compared with what its parameters
 give: an NTT bundle's constant tables, made again by the kernel builders
 alone (seconds, where a whole emission of a large set takes minutes); a
 bundle of another family, with a fresh emission of the whole bundle.
+Functions this CPU cannot run, and with `--on-model` every function, run
+their checks on the machine model instead (`on_model`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import BundleError
 from ..core.bundle import Bundle
 from ..core.family import Calls, Constants, Family
 from ..core.manifest import Manifest, ObjectEntry, read_bundle
@@ -31,6 +34,8 @@ from ..harness.cpu import cpu_flags
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
 from ..emission.render import render
+from ..store import Store
+from . import on_model
 
 Say = Callable[[str], None]
 
@@ -50,14 +55,15 @@ def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
     return bundle, toolchain.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
 
 
-def test_params(p: Any, seed: int, say: Say) -> Outcome:
+def test_params(p: Any, seed: int, say: Say, on_model: bool = False) -> Outcome:
     """Emit the bundle of `p` (every ABI it names) into a temporary directory and test it there."""
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
         bundles = build_all(p)
         write(render(bundles, f"kerngen emit {p.source}"), Path(tmp) / p.name)
         say(f"{p.name}: emitted and verified {len(bundles[0].functions)} kernels for {', '.join(p.abis)}")
         try:
-            return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False)
+            return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False, on_model=on_model,
+                               built=bundles)
         finally:
             wine.stop_wineserver(Path(tmp))
 
@@ -207,24 +213,57 @@ def _test_macho(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
     tally.judge(f"Mach-O object {asm.name}", "; ".join(problems) or None)
 
 
+def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family: Family, seed: int, say: Say,
+                   tally: _Tally, built: tuple[Bundle, ...] | None, asked: bool) -> None:
+    """Every check of `manifest`'s functions, and the multi-call checks and
+    basis-vector proofs, run on the machine model: the kernels built again
+    from the parameters (`built`, else through the store), refused unless
+    they render to the bundle's assembly byte for byte (BundleError where the
+    model was `asked` for, else a failed check: functions nothing ran)."""
+    if built is None:
+        say(f"{tally.name}: deriving the kernels from the manifest's parameters for the machine model")
+        built = Store.default().bundles(manifest_params(directory, whole))
+    try:
+        calls = on_model.Model(on_model.shipped_kernels(directory, whole, built)).calls()
+    except BundleError as e:
+        if asked:
+            raise
+        # neither this CPU nor the model can run them: not passed
+        tally.judge(f"{', '.join(f.symbol for f in manifest.functions)} (not run)", str(e))
+        return
+    checks = family.checks(manifest, seed)
+    say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions on the machine model "
+        "(the instruction table's semantics), not the CPU")
+    try:
+        tally.judge_results(checks, calls.run([c.case for c in checks]), say)
+        for check, msg in family.chained_checks(manifest, calls, seed):
+            tally.judge(check, msg)
+    except protocol.KernelFault as e:  # a failed check, counted
+        tally.judge("machine model", str(e))
+
+
 # how each object format is tested here
 _BY_FORMAT = {ELF64.name: _test_native, COFF64.name: _test_win64, MACHO64.name: _test_macho}
 
 
-def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True) -> Outcome:
+def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True,
+                on_model: bool = False, built: tuple[Bundle, ...] | None = None) -> Outcome:
     """Test the bundle in `path` (its directory or manifest) from its manifest
     alone, each ABI's object as this machine can (ELF: run here; COFF: run
-    under Wine when it is installed; Mach-O: the object read back); with
-    `reemit`, also compare it with what its parameters give when it was
-    written by this version of kerngen (`compare_with_parameters`)."""
+    under Wine when it is installed; Mach-O: the object read back), and the
+    functions this CPU cannot run, or with `on_model` every function, on the
+    machine model (`built`: the bundles just emitted, if so); with `reemit`,
+    also compare it with what its parameters give when it was written by this
+    version of kerngen (`compare_with_parameters`)."""
     directory, whole = read_bundle(path)
     name = whole.name
     family = FAMILIES[whole.family]
     host = cpu_flags()
-    runnable = tuple(f for f in whole.functions if set(f.cpu) <= host)
-    for f in whole.functions:
-        if f not in runnable:
-            say(f"{name}: skipping {f.symbol}: this CPU lacks " + ", ".join(sorted(set(f.cpu) - host)))
+    runnable = () if on_model else tuple(f for f in whole.functions if set(f.cpu) <= host)
+    modelled = tuple(f for f in whole.functions if f not in runnable)
+    for f in modelled if not on_model else ():
+        say(f"{name}: running {f.symbol} on the machine model: this CPU lacks "
+            + ", ".join(sorted(set(f.cpu) - host)))
     manifest = whole.only(runnable)
     tally = _Tally(name)
     if reemit:
@@ -239,7 +278,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
         work = workdir or Path(tmp)
         try:
-            for obj in manifest.objects:
+            for obj in manifest.objects if runnable else ():
                 try:
                     _BY_FORMAT[obj.format](directory / obj.file, obj, manifest, family, work, seed, say, tally)
                 except protocol.KernelFault as e:  # a failed check, counted; the other objects are still tested
@@ -247,5 +286,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
         finally:
             if workdir is None:
                 wine.stop_wineserver(work)
+    if modelled:
+        _test_on_model(directory, whole, whole.only(modelled), family, seed, say, tally, built, on_model)
     say(f"{name}: {tally.passed} passed, {len(tally.failures)} failed")
     return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures))

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "Arg", "BenchResult", "Case", "CaseResult", "KernelFault", "check_libs", "describe_exit", "element_bytes",
-    "manifest_arg", "parse_runner_output", "run_batch", "run_bench", "run_runner", "write_vectors",
+    "Arg", "BenchResult", "Case", "CaseResult", "KernelFault", "batch_output", "batch_rows", "batch_type",
+    "check_libs", "describe_exit", "element_bytes", "manifest_arg", "parse_runner_output", "run_batch", "run_bench",
+    "run_runner", "write_vectors",
 ]
 
 MAX_ARGS = 5
@@ -338,10 +339,9 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
     the record."""
     import numpy as np
 
-    width = element_bytes(dtype)
-    kind = np.dtype(f"<{'u' if dtype.startswith('u') or width == 8 else 'i'}{width}")
+    kind = batch_type(dtype)
     records = len(next(iter(inputs.values())))
-    words = [f"{a['role']}:{width}:{a['count']}:{a['align']}" for a in args]
+    words = [f"{a['role']}:{kind.itemsize}:{a['count']}:{a['align']}" for a in args]
     batch = build_batch(Path(workdir))
     env = dict(os.environ)
     env.pop("KG_SEED", None)
@@ -349,8 +349,7 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
         env["KG_SEED"] = str(seed)
     with tempfile.TemporaryDirectory(prefix="kg-batch-") as tmp_s:
         tmp = Path(tmp_s)
-        parts = [np.asarray(inputs[i]).astype(kind, casting="unsafe").reshape(records, a["count"])
-                 for i, a in enumerate(args) if a["role"] != "out"]
+        parts = [batch_rows(inputs[i], kind, records, a["count"]) for i, a in enumerate(args) if a["role"] != "out"]
         np.concatenate(parts, axis=1).tofile(tmp / "in.bin")
         argv = [str(batch), str(Path(lib).resolve()), symbol, str(records), str(tmp / "in.bin"), str(tmp / "out.bin"),
                 *words]
@@ -369,9 +368,31 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
     rows = raw.reshape(records, sum(widths))
     result, at = {}, 0
     for i, w in zip(outs, widths):
-        result[i] = rows[:, at:at + w].astype(np.int64) if width < 8 else rows[:, at:at + w]
+        result[i] = batch_output(rows[:, at:at + w])
         at += w
     return result
+
+
+def batch_type(dtype: str) -> "np.dtype":
+    """The binary records' element type for a manifest `dtype`: its own, but 64-bit elements unsigned."""
+    import numpy as np
+
+    width = element_bytes(dtype)
+    return np.dtype(f"<{'u' if dtype.startswith('u') or width == 8 else 'i'}{width}")
+
+
+def batch_rows(values, kind: "np.dtype", records: int, count: int) -> "np.ndarray":
+    """A batch's input rows of one argument as `kind` (`batch_type`), each value cut to its width."""
+    import numpy as np
+
+    return np.asarray(values).astype(kind, casting="unsafe").reshape(records, count)
+
+
+def batch_output(rows: "np.ndarray") -> "np.ndarray":
+    """Output rows as `run_batch` returns them: int64, but 64-bit elements as they are (uint64)."""
+    import numpy as np
+
+    return rows.astype(np.int64) if rows.dtype.itemsize < 8 else rows
 
 
 def _batch_fault(stdout: str, code: int) -> str:

@@ -45,16 +45,44 @@ def _sig(text: str) -> tuple[Slot, ...]:
     return tuple(Slot(*part.split(":")) for part in text.split(","))
 
 
+def _same_width(x, bits: int) -> bool:
+    """Whether x is a numpy array of `bits`-bit integers: its arithmetic has wrapped already, and a mask
+    of `bits` ones may not fit its type (64 bits), so a change of reading is a view of its bits."""
+    return getattr(x, "dtype", None) is not None and x.dtype.itemsize * 8 == bits and x.dtype.kind in "iu"
+
+
 def wrap(x, bits: int):
     """x as a signed `bits`-bit integer (two's complement wrap); ints and numpy arrays."""
-    if getattr(x, "dtype", None) is not None and x.dtype.itemsize * 8 == bits and x.dtype.kind == "i":
-        return x  # numpy arithmetic on `bits`-bit integers has wrapped already
+    if _same_width(x, bits):
+        return x if x.dtype.kind == "i" else x.view(f"i{bits // 8}")
     half = 1 << (bits - 1)
     return ((x + half) & ((1 << bits) - 1)) - half
 
 
 def unsigned(x, bits: int):
+    if _same_width(x, bits):
+        return x if x.dtype.kind == "u" else x.view(f"u{bits // 8}")
     return x & ((1 << bits) - 1)
+
+
+def high_half(a, b, bits: int, signed: bool):
+    """Bits `bits`..2*`bits`-1 of the product of a and b, read signed or unsigned: on ints, and on numpy
+    arrays of `bits`-bit integers (whose products would wrap) from the products of their halves."""
+    if not (_same_width(a, bits) or _same_width(b, bits)):
+        return (a * b) >> bits if signed else (unsigned(a, bits) * unsigned(b, bits)) >> bits
+    import numpy as np
+
+    kind = np.dtype(f"u{bits // 8}")
+    ua, ub = np.asarray(a).astype(kind), np.asarray(b).astype(kind)
+    half = bits // 2
+    low = kind.type((1 << half) - 1)
+    a0, a1, b0, b1 = ua & low, ua >> half, ub & low, ub >> half
+    middle = ((a0 * b0) >> half) + (a1 * b0 & low) + (a0 * b1)  # below 2^bits: no wrap
+    high = a1 * b1 + ((a1 * b0) >> half) + (middle >> half)
+    if signed:  # a factor below zero is its unsigned reading less 2^bits
+        high = high - np.where(wrap(ua, bits) < 0, ub, 0).astype(kind)
+        high = high - np.where(wrap(ub, bits) < 0, ua, 0).astype(kind)
+    return wrap(high, bits)
 
 
 def lane_range(bits: int, signed: bool = True) -> tuple[int, int]:
@@ -150,9 +178,9 @@ def _wide(z3, x, bits, signed=True):
 ADD = _binary(lambda a, b, w: a + b, lambda z3, a, b, w: a + b, corners=True, checked=True)
 SUB = _binary(lambda a, b, w: a - b, lambda z3, a, b, w: a - b, corners=True, checked=True)
 MULLO = _binary(lambda a, b, w: a * b, lambda z3, a, b, w: a * b)
-MULHI = _binary(lambda a, b, w: (a * b) >> w,
+MULHI = _binary(lambda a, b, w: high_half(a, b, w, signed=True),
                 lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w) * _wide(z3, b, w)), corners=True)
-MULHU = _binary(lambda a, b, w: (unsigned(a, w) * unsigned(b, w)) >> w,
+MULHU = _binary(lambda a, b, w: high_half(a, b, w, signed=False),
                 lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w, False) * _wide(z3, b, w, False)))
 # round((a*b) / 2^(w-1)): ((a*b >> (w-2)) + 1) >> 1
 MULHRS = _binary(lambda a, b, w: (((a * b) >> (w - 2)) + 1) >> 1,
@@ -221,6 +249,85 @@ MADD52LO = Arith(lambda s, w: s[0] + (s[1] * s[2] & _LOW52),
                  lambda z3, s, w: s[0] + z3.ZeroExt(w - 52, z3.Extract(51, 0, s[1] * s[2])))
 MADD52HI = Arith(lambda s, w: s[0] + _high52(s[1], s[2]),
                  lambda z3, s, w: s[0] + z3.ZeroExt(w - 52, z3.Extract(103, 52, _product52(z3, s[1], s[2]))))
+
+# the products a widening row (`Op.widen`) and its low half compute, by their width-neutral names
+PRODUCT_HALVES = {"mullo": MULLO, "mulhi": MULHI, "mulhu": MULHU}
+
+
+def _shift_pair(left: bool):
+    """shld/shrd: the destination shifted by the count, the bits shifted in from the top (shld) or the
+    bottom (shrd) of the source; counts 1..bits-1 (those the builders write)."""
+    def value(s, w):
+        a, b, k = s
+        # the shifted-in part read signed again (it is below 2^(w-1)), so both parts have one type
+        return (a << k) | wrap(unsigned(b, w) >> (w - k), w) if left else wrap(unsigned(a, w) >> k, w) | (b << (w - k))
+
+    def smt(z3, s, w):
+        a, b, k = s
+        return (a << k) | z3.LShR(b, w - k) if left else z3.LShR(a, k) | (b << (w - k))
+    return Arith(value, smt)
+
+
+SHLD, SHRD = _shift_pair(left=True), _shift_pair(left=False)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Semantics of a row that neither computes lane by lane nor moves units
+    (a sum of products of halves, a carry-less product, a byte table look-up):
+    each `block`-bit block of the destination from the same block of each
+    source. `value(sources, imm)` takes each source's blocks as numpy arrays
+    of shape (..., block // part) of unsigned `part`-bit parts and gives the
+    destination's the same way (any integer type: parts are cut to `part`
+    bits). Concrete only: the verifier follows such rows inside tagged idioms
+    or by their forms over GF(2), never by their values."""
+
+    block: int
+    part: int
+    value: Callable
+
+
+def _sum_of_products(sources, imm):
+    """vpmaddwd: the 32-bit sum of the products of the signed 16-bit halves (wrapping as the CPU does
+    when both products are 2^30)."""
+    import numpy as np
+
+    a, b = (lane_value(x.astype(np.int64), 16) for x in sources)
+    total = (a * b).sum(axis=-1, keepdims=True)
+    return np.concatenate([total, total >> 16], axis=-1)
+
+
+def clmul(x, y):
+    """The 128-bit carry-less product of numpy arrays of 64-bit words, as (low words, high words)."""
+    import numpy as np
+
+    word = np.uint64
+    low, high = np.zeros_like(x), np.zeros_like(x)
+    for i in range(64):
+        taken = x & (word(0) - (y >> word(i) & word(1)))  # x where bit i of y is set
+        low ^= taken << word(i)
+        if i:
+            high ^= taken >> word(64 - i)
+    return low, high
+
+
+def _carryless(sources, imm):
+    """vpclmulqdq: per 128-bit block, the carry-less product of the first source's word imm[0] and the
+    second's word imm[4]."""
+    import numpy as np
+
+    a, b = sources
+    return np.stack(clmul(a[..., imm & 1], b[..., imm >> 4 & 1]), axis=-1)
+
+
+def _byte_lookup(sources, imm):
+    """vpshufb: per 128-bit block, byte k of the first source at the index the low four bits of byte k of
+    the second give, or zero where that byte's top bit is set."""
+    import numpy as np
+
+    a, control = sources
+    picked = np.take_along_axis(a, (control & 15).astype(np.intp), axis=-1)
+    return np.where(control & 0x80, 0, picked)
 
 
 Route = tuple[tuple[int, int] | None, ...]
@@ -338,7 +445,8 @@ def _byteshift(left: bool):
     return route
 
 
-def _extract128(n, srcs, imm, u):
+def _extract(n, srcs, imm, u):
+    """Unit `imm` of the source into the lowest unit, the others zero."""
     return ((0, imm),) + (None,) * (n - 1)
 
 
@@ -390,6 +498,7 @@ class Op:
     # an opmask row (its "k" slot): "merge" keeps the destination's lanes whose mask bit is 0 (the
     # destination is then also read), "zero" writes zero there; None: no mask
     masking: str | None = None
+    blocks: Blocks | None = None  # semantics neither element-wise nor a movement (`Blocks`)
 
     @property
     def encodable(self) -> bool:
@@ -495,12 +604,12 @@ _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128"
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
-         selector_first=False, on_gpr=None, lines=None):
+         selector_first=False, on_gpr=None, lines=None, blocks=None):
     s = _sig(sig)
     halves = bool(forms) and name not in _CROSSING and \
         any(slot.kind in ("v", "vm") for slot in s) and all(slot.kind != "g" and slot.kind != "gm" for slot in s)
     _ROWS.append(Op(name, s, cls, forms, elem, generic, arith, move, commutative, widen, halves, selector_first,
-                    on_gpr, lines))
+                    on_gpr, lines, blocks=blocks))
 
 
 def _masked_row(name: str, masking: str) -> None:
@@ -566,7 +675,8 @@ _row("vpmuludq", _VEX3, "mul", _forms("vpmuludq", "pmuludq", "SSE2", "AVX"), ele
      widen="mulhu", generic="mul32", arith=MUL32)  # on 64-bit lanes: element-wise
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
-_row("vpmaddwd", _VEX3, "mul", _forms("vpmaddwd", "pmaddwd", "SSE2", "AVX"), elem=32, generic="madd")
+_row("vpmaddwd", _VEX3, "mul", _forms("vpmaddwd", "pmaddwd", "SSE2", "AVX"), elem=32, generic="madd",
+     blocks=Blocks(32, 16, _sum_of_products))
 _row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX"), elem=16, generic="minu", arith=MINU,
      commutative=True)
 _row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
@@ -627,7 +737,7 @@ _row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "
      move=Move(32, _pshufd))
 _row("vmovshdup", "w:v,r:vm", "shuffle", _forms("vmovshdup", "movshdup", "SSE3", "AVX", **_MOVE), elem=32,
      generic="duplicate_odd", move=Move(32, _odd_duplicated))
-_row("vpshufb", _VEX3, "shuffle", _forms("vpshufb", "pshufb", "SSSE3", "AVX"))
+_row("vpshufb", _VEX3, "shuffle", _forms("vpshufb", "pshufb", "SSSE3", "AVX"), blocks=Blocks(128, 8, _byte_lookup))
 _row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2", "AVX"), elem=16,
      generic="shuffle_low", move=Move(16, _pshuflw))
 _row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX"), elem=16,
@@ -639,28 +749,29 @@ for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
     _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX"), elem=_w,
          generic="interleave_high", move=Move(_w, _unpack(high=True)))
 _row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM),
-     move=Move(128, _extract128))
+     move=Move(128, _extract))
 _row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM),
      move=Move(128, _insert128))
 _row("vpclmulqdq", _VEX3I, "clmul",
-     _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"))
+     _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"),
+     blocks=Blocks(128, 64, _carryless))
 
 # general-purpose registers, and moves between them and vectors
-_row("mov", "w:g,r:gm", "move", _gpr("mov"))
+_row("mov", "w:g,r:gm", "move", _gpr("mov"), move=IDENTITY)
 _row("lea", "w:g,r:m", "address", _gpr("lea"))  # an address into a register: no memory access
 _row("add", "rw:g,r:i", "address", _gpr("add"))  # moves an address register along (`passes.roll`)
 # a rolled loop (`passes.roll`): `repeat c, k, id` sets counter c to k and labels the loop's top;
 # `repeat_end c, id` counts c down and branches back while it is nonzero (`printer` spells both)
 _row("repeat", "w:g,r:i,r:i", "control", _gpr("mov"))
 _row("repeat_end", "rw:g,r:i", "control", _gpr("dec"))
-_row("mov_store", "w:m,r:g", "store", _gpr("mov"))
-_row("xor", "rw:g,r:gm", "alu", _gpr("xor"))
-_row("and", "rw:g,r:gm", "alu", _gpr("and"))
-_row("or", "rw:g,r:gm", "alu", _gpr("or"))
-_row("shl", "rw:g,r:i", "alu", _gpr("shl"))
-_row("shr", "rw:g,r:i", "alu", _gpr("shr"))
-_row("shld", "rw:g,r:g,r:i", "alu", _gpr("shld"))
-_row("shrd", "rw:g,r:g,r:i", "alu", _gpr("shrd"))
+_row("mov_store", "w:m,r:g", "store", _gpr("mov"), move=IDENTITY)
+_row("xor", "rw:g,r:gm", "alu", _gpr("xor"), arith=XOR)
+_row("and", "rw:g,r:gm", "alu", _gpr("and"), arith=AND)
+_row("or", "rw:g,r:gm", "alu", _gpr("or"), arith=OR)
+_row("shl", "rw:g,r:i", "alu", _gpr("shl"), elem=64, arith=SLL)
+_row("shr", "rw:g,r:i", "alu", _gpr("shr"), elem=64, arith=SRL)
+_row("shld", "rw:g,r:g,r:i", "alu", _gpr("shld"), elem=64, arith=SHLD)
+_row("shrd", "rw:g,r:g,r:i", "alu", _gpr("shrd"), elem=64, arith=SHRD)
 # lanes on general registers (the scalar ISA): the vector rows' operations in the same three-operand form,
 # destination tied to the first source (two-operand instructions) unless spelt otherwise
 _GPR3 = "w:g,r:g,r:gm"
@@ -675,10 +786,12 @@ _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
 # the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
 _row("cmovb64", _GPR3, "alu", _gpr("cmovb"), elem=64, generic="minu", arith=MINU,
      commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
-_row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
-_row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
-_row("pextrq", "w:g,r:v,r:i", "shuffle", _forms("vpextrq", "pextrq", "SSE4.1", "AVX", widths=_XMM))
-_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1", "AVX", widths=_XMM))
+_row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("pextrq", "w:g,r:v,r:i", "shuffle", _forms("vpextrq", "pextrq", "SSE4.1", "AVX", widths=_XMM),
+     move=Move(64, _extract))
+_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1", "AVX", widths=_XMM),
+     move=Move(64, _insert_element))
 # one 16-bit element from memory into the element the immediate names, the others from the first source
 _row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2", "AVX", widths=_XMM), elem=16,
      move=Move(16, _insert_element))

@@ -1,0 +1,116 @@
+"""A bundle's checks run on the machine model instead of the CPU.
+
+`kerngen test --on-model`, and plain `kerngen test` for the functions this
+CPU cannot run, call the kernels through `passes.interpret` with the same
+`Calls` the C harness gives the checks: `run(cases)` once per case (the
+cases of one function and one aliasing run together, a row each) and
+`batch(function, inputs)`. The model needs each function's instruction
+stream, which a bundle directory does not hold: the kernels are built again
+from the manifest's parameters (through the store of built bundles) and
+used only if the assembly they render is the bundle's, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..core.bundle import Bundle
+from ..core.family import Calls
+from ..core.manifest import Manifest
+from ..emission.render import render
+from ..errors import BundleError
+from ..harness import protocol
+from ..harness.protocol import Case, CaseResult
+from ..ir.instr import Kernel
+from ..machine.target import NATIVE
+from ..passes.interpret import ModelError, Program, compile_kernel
+
+
+def shipped_kernels(directory: Path, manifest: Manifest, bundles: Sequence[Bundle]) -> dict[str, Kernel]:
+    """The kernels of `bundles` (built from the manifest's parameters) by
+    symbol, once every object file of the bundle in `directory` is exactly
+    the assembly they render; BundleError naming the first that is not."""
+    files = render(bundles, manifest.command)
+    for obj in manifest.objects:
+        if (directory / obj.file).read_text() != files.get(obj.file):
+            raise BundleError(f"{directory / obj.file} is not the assembly this kerngen emits from the manifest's "
+                              "parameters, so the machine model has no instruction stream for its kernels (it "
+                              "runs only kernels it can derive again exactly)")
+    native = next((b for b in bundles if b.target.platform.abi == NATIVE.abi), bundles[0])
+    return {f.symbol: f.kernel for f in native.functions}
+
+
+class Model:
+    """The kernels of a bundle on the machine model, each compiled once, when first called."""
+
+    def __init__(self, kernels: dict[str, Kernel]):
+        self.kernels = kernels
+        self.programs: dict[str, Program] = {}
+
+    def calls(self) -> Calls:
+        """The checks' calls, made on the model."""
+        return Calls(lambda cases: run_cases(self, cases), lambda fn, inputs: run_rows(self, fn, inputs))
+
+    def kernel(self, symbol: str) -> Kernel:
+        if symbol not in self.kernels:
+            raise protocol.KernelFault(f"{symbol}: no such function among the kernels derived from the manifest")
+        return self.kernels[symbol]
+
+    def run(self, symbol: str, inputs: dict, aliases: dict[int, int] | None = None) -> dict[int, np.ndarray]:
+        """The kernel's buffers after one call per row; the model's refusals are
+        a failed check of the kernel (as a crash on the CPU is)."""
+        try:
+            if symbol not in self.programs:
+                self.programs[symbol] = compile_kernel(self.kernel(symbol))
+            return self.programs[symbol].run(inputs, aliases)
+        except ModelError as e:
+            raise protocol.KernelFault(f"on the machine model: {e}") from None
+
+
+def run_cases(model: Model, cases: Sequence[Case]) -> list[CaseResult]:
+    """Each case's verdict and outputs, as `protocol.run_runner` gives them;
+    an input argument the kernel changes is reported as the runner does."""
+    groups: dict[tuple, list[int]] = {}
+    for k, c in enumerate(cases):
+        groups.setdefault((c.symbol, tuple(a.alias_of for a in c.args)), []).append(k)
+    results: list[CaseResult | None] = [None] * len(cases)
+    for (symbol, aliases), members in groups.items():
+        kernel = model.kernel(symbol)
+        first = cases[members[0]].args
+        if [(a.role, a.elem_bytes, a.count) for a in first] != [(a.role, a.elem_bytes, a.count) for a in kernel.args]:
+            raise protocol.KernelFault(f"{symbol}: the cases' arguments are not the kernel's")
+        inputs = {i: _words([cases[k].args[i].data for k in members], a.elem_bytes)
+                  for i, a in enumerate(first) if a.data is not None}
+        after = model.run(symbol, inputs, {i: j for i, j in enumerate(aliases) if j is not None})
+        shared = {j for j in aliases if j is not None}
+        for row, k in enumerate(members):
+            changed = next((i for i, a in enumerate(first) if a.role == "in" and i not in shared
+                            and not np.array_equal(after[i][row], inputs[i][row])), None)
+            outputs = {i: _read(after[i][row], a) for i, a in enumerate(first) if a.role != "in"}
+            results[k] = (CaseResult(cases[k].case_id, protocol.STATUS_INMOD, str(changed)) if changed is not None
+                          else CaseResult(cases[k].case_id, protocol.STATUS_OK, "", outputs))
+    return results
+
+
+def _words(rows: list, elem_bytes: int) -> np.ndarray:
+    """Argument data (signed or unsigned values of the element width) as unsigned words."""
+    values = np.array(rows, dtype=np.int64 if elem_bytes < 8 else object)
+    return (values & ((1 << 8 * elem_bytes) - 1)).astype(f"<u{elem_bytes}")
+
+
+def _read(words: np.ndarray, arg: protocol.Arg) -> list[int]:
+    """An argument's elements as the runner's output reads them: signed unless the argument is unsigned."""
+    return (words if arg.unsigned else words.view(f"<i{arg.elem_bytes}")).tolist()
+
+
+def run_rows(model: Model, fn: dict, inputs: dict) -> dict[int, np.ndarray]:
+    """`protocol.run_batch` on the model: the function called once per row of `inputs`."""
+    kind = protocol.batch_type(fn["dtype"])
+    records = len(next(iter(inputs.values())))
+    data = {i: protocol.batch_rows(inputs[i], kind, records, a["count"]) for i, a in enumerate(fn["args"])
+            if a["role"] != "out"}
+    after = model.run(fn["symbol"], data)
+    return {i: protocol.batch_output(after[i].view(kind)) for i, a in enumerate(fn["args"]) if a["role"] != "in"}

@@ -1,0 +1,254 @@
+"""The machine model (passes.interpret): the instruction table's semantics run
+on whole kernels, compared with the CPU on the same inputs, and `kerngen test
+--on-model` (commands.on_model)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+
+from kerngen.commands import on_model, test as test_command
+from kerngen.commands.test import test_bundle as run_bundle_test
+from kerngen.core.family import native
+from kerngen.core.manifest import read_bundle
+from kerngen.emission.files import write
+from kerngen.emission.render import render
+from kerngen.errors import BundleError
+from kerngen.families import from_mapping, load
+from kerngen.families.ntt import checks as ntt_checks
+from kerngen.harness import protocol, toolchain
+from kerngen.harness.cpu import cpu_flags
+from kerngen.ir.instr import Imm, Instr, PhysReg
+from kerngen.machine.ops import MULHI, MULHU, MINU, OPS, SRL
+from kerngen.machine.registers import MASK
+from kerngen.passes.interpret import compile_kernel
+from kerngen.passes.verify import verify_kernel
+
+from conftest import REPO, STORE
+from mutation import copied_with
+from test_semantics import A, B, C, _kernel, _load, _store, _ymm
+
+needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
+                                 reason="nasm and gcc are needed to run kernels")
+
+# scalar kernels (64-bit lanes on general registers: mulx, cmovb) beside their AVX2 twins, kept small
+SCALAR = {"name": "s16", "family": "ntt", "n": 16, "q": 4611686018326724609, "width": 64, "isa": ["avx2", "scalar"]}
+
+
+def _bundle(name: str):
+    p = from_mapping(SCALAR, "test") if name == "scalar" else load(REPO / f"params/{name}.toml")
+    return STORE.bundle(native(p))
+
+
+def test_every_row_a_kernel_can_run_has_semantics():
+    """The model runs every row by the table: element-wise, widening, blocks,
+    a movement, or a store of the element its immediate names."""
+    missing = [op.name for op in OPS.values() if op.cls not in ("address", "control") and op.arith is None
+               and op.widen is None and op.blocks is None and op.move is None
+               and not (op.cls == "store" and any(s.kind == "i" for s in op.slots))]
+    assert missing == []
+
+
+def test_64_bit_semantics_on_numpy_arrays_are_those_on_integers():
+    """High products, logical shifts and unsigned minima of 64-bit elements
+    on int64 arrays (which wrap) give what the same semantics give on Python
+    integers, extremes included."""
+    rng = np.random.default_rng(3)
+    edges = np.array([0, 1, -1, 2**63 - 1, -2**63, 2**32, 2**32 - 1, -2**32], dtype=np.int64)
+    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(-2**63, 2**63 - 1, 256, dtype=np.int64)])
+    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(-2**63, 2**63 - 1, 256, dtype=np.int64)])
+    for semantics in (MULHI, MULHU, MINU):
+        got = semantics.exact((a, b), 64)
+        assert got.tolist() == [semantics.exact((int(x), int(y)), 64) for x, y in zip(a, b)]
+    got = SRL.exact((a, 13), 64)
+    assert got.tolist() == [SRL.exact((int(x), 13), 64) for x in a]
+
+
+def test_block_semantics_on_integers():
+    """vpclmulqdq's words against shift-and-xor products, vpmaddwd's sums
+    (the one that wraps too) and vpshufb's zeroing and lane-local indices."""
+    rng = np.random.default_rng(4)
+    edges = np.array([0, 2**64 - 1, 2**63], dtype=np.uint64)
+    x, y = (np.concatenate([edges, rng.integers(0, 2**64 - 1, 64, dtype=np.uint64, endpoint=True)]) for _ in range(2))
+    blocks = np.stack([x, y], axis=-1)
+    for imm in (0x00, 0x01, 0x10, 0x11):
+        got = OPS["vpclmulqdq"].blocks.value((blocks, blocks[::-1]), imm).astype(np.uint64)
+        for k in range(len(x)):
+            a, b = int(blocks[k, imm & 1]), int(blocks[::-1][k, imm >> 4 & 1])
+            want = 0
+            for i in range(64):
+                want ^= (a << i) * (b >> i & 1)
+            assert int(got[k, 1]) << 64 | int(got[k, 0]) == want
+    halves = np.array([[0x8000, 0x8000], [3, 0xFFFF]], dtype=np.uint16)  # (-2^15)^2 * 2 wraps; 3*3 + (-1)*2
+    sums = OPS["vpmaddwd"].blocks.value((halves, np.array([[0x8000, 0x8000], [3, 2]], dtype=np.uint16)), None)
+    assert [int(lo) & 0xFFFF | (int(hi) & 0xFFFF) << 16 for lo, hi in sums] == [0x80000000, 7]
+    data, control = np.arange(16, 32, dtype=np.uint8)[None], np.array([[15, 0x80, 1, 0x8F] * 4], dtype=np.uint8)
+    assert OPS["vpshufb"].blocks.value((data, control), None).tolist() == [[31, 0, 17, 0] * 4]
+
+
+def test_the_model_computes_the_verifier_s_constants_on_evex_rows():
+    """Opmask, merge- and zero-masked, accumulating, three-source and 128-bit
+    movement rows of AVX-512 on constant vectors: the model's lanes are the
+    exact ones the verifier establishes (both from the table alone)."""
+    mask = PhysReg(MASK, 1, 256)
+    body = [_load(0, "A"), _load(1, "B"), _load(2, "C"), _load(3, "C"), _load(4, "C"), _load(5, "C"),
+            Instr("vpcmpgtq_k", (mask, _ymm(0), _ymm(1))),
+            Instr("vpaddq_evex_merge", (_ymm(2), mask, _ymm(0), _ymm(1))),
+            Instr("vpmadd52luq_zero", (_ymm(5), mask, _ymm(0), _ymm(1))),
+            Instr("vpmadd52huq", (_ymm(3), _ymm(0), _ymm(1))),
+            Instr("vpternlogq", (_ymm(6), _ymm(0), _ymm(1), _ymm(4), Imm(0x96))),
+            Instr("vshufi64x2", (_ymm(7), _ymm(0), _ymm(1), Imm(0b01))),
+            _store(0, 2), _store(1, 5), _store(2, 3), _store(3, 6), _store(4, 7)]
+    kernel = _kernel({"A": A, "B": B, "C": C}, body, 0, 5)
+    proof = verify_kernel(kernel, {}, (1 << 61) - 1)
+    after = compile_kernel(kernel).run({})
+    for arg, lanes in proof.outputs.items():
+        assert all(lo == hi for lo, hi in lanes)
+        assert after[arg].view(np.int64)[0].tolist() == [lo for lo, _ in lanes], arg
+
+
+def _words(kind: np.dtype, rows: int, count: int, rng) -> np.ndarray:
+    """Random words of the whole range of `kind`, the first rows all zero, all ones and each extreme."""
+    info = np.iinfo(kind)
+    edges = np.array([[0], [info.max], [info.min], [-1 if info.min else info.max // 2]], dtype=kind)
+    return np.concatenate([np.repeat(edges, count, axis=1),
+                           rng.integers(info.min, info.max, (rows, count), dtype=kind, endpoint=True)])
+
+
+def _differences(bundle, tmp_path, kinds=None) -> tuple[int, list[str]]:
+    """(functions compared, where they differ): each function of `bundle` this
+    CPU runs (of `kinds`, if given), on the CPU and on the model, with the
+    same inputs over the whole range of its words (in its contract or not)."""
+    lib = toolchain.bundle_library(bundle, "model", tmp_path / "lib", tmp_path)
+    model = on_model.Model({f.symbol: f.kernel for f in bundle.functions})
+    rng = np.random.default_rng(11)
+    host = cpu_flags()
+    ran, differ = 0, []
+    for f in bundle.functions:
+        if not set(f.cpu) <= host or kinds is not None and f.kind not in kinds:
+            continue
+        fn = f.manifest()
+        kind = protocol.batch_type(fn["dtype"])
+        inputs = {i: _words(kind, 12, a["count"], rng) for i, a in enumerate(fn["args"]) if a["role"] != "out"}
+        cpu = protocol.run_batch(lib, f.symbol, fn["args"], fn["dtype"], inputs, tmp_path)
+        modelled = on_model.run_rows(model, fn, inputs)
+        differ += [f"{f.symbol} argument {i}: row, element {np.argwhere(words != modelled[i])[0]}"
+                   for i, words in cpu.items() if not np.array_equal(words, modelled[i])]
+        ran += 1
+    return ran, differ
+
+
+@needs_tools
+@pytest.mark.parametrize("name", ["kyber-3329", "mlkem-3329", "mldsa-8380417", "gf2m-233", "scalar"])
+def test_model_and_cpu_compute_the_same_on_whole_kernels(name, tmp_path):
+    """Identical outputs, word for word (`_differences`): AVX2 and SSE NTTs
+    of 16- and 32-bit lanes (shuffles, vpmaddwd, vpmuldq), GF(2^m) kernels
+    (vpclmulqdq, general registers) and scalar 64-bit lanes (mulx, cmovb)."""
+    bundle = _bundle(name)
+    ran, differ = _differences(bundle, tmp_path)
+    assert ran >= len(bundle.functions) // 2 and differ == []
+
+
+@needs_tools
+def test_a_row_whose_semantics_are_not_the_cpu_s_shows_on_whole_kernels(monkeypatch, tmp_path):
+    """vpmulhw given vpmulhrsw's rounding: the NTTs on the model and on the CPU differ."""
+    bundle = _bundle("kyber-3329")
+    monkeypatch.setitem(OPS, "vpmulhw", dataclasses.replace(OPS["vpmulhw"], arith=OPS["vpmulhrsw"].arith))
+    ran, differ = _differences(bundle, tmp_path, kinds=("ntt_forward",))
+    assert ran and len(differ) == ran
+
+
+@needs_tools
+def test_the_basis_proof_at_4096_64_bit_elements_runs_on_the_model(tmp_path):
+    """he-1125899906826241's forward NTT (n = 4096, 64-bit lanes, products
+    from 32-bit pieces) on all 4096 unit vectors at once: the model passes the
+    basis-vector proof and its sweep; on inputs over the whole range of its
+    words it computes what the CPU does."""
+    bundle = _bundle("he-1125899906826241")
+    forward = bundle.function("ntt_forward")
+    fn = forward.manifest()
+    model = on_model.Model({fn["symbol"]: forward.kernel})
+    manifest = {"params": {"n": 4096, "q": 1125899906826241}, "functions": [fn]}
+    proofs = ntt_checks.basis_proofs(manifest, model.calls())
+    assert [msg for _, msg in proofs] == [None, None], proofs
+    if not set(fn["cpu"]) <= cpu_flags():
+        return
+    alone = dataclasses.replace(bundle, functions=(forward,))
+    lib = toolchain.bundle_library(alone, "model", tmp_path / "lib", tmp_path)
+    inputs = {0: _words(np.dtype(np.uint64), 60, 4096, np.random.default_rng(5))}
+    cpu = protocol.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, tmp_path)[0]
+    assert np.array_equal(cpu, on_model.run_rows(model, fn, inputs)[0])
+
+
+def test_kerngen_test_on_model(kerngen_cli):
+    done = kerngen_cli("test", "generated/kyber-3329", "--on-model")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "on the machine model" in done.stderr and "0 failed" in done.stdout
+
+
+def test_functions_this_cpu_cannot_run_go_to_the_model(monkeypatch):
+    """On a CPU without AVX2, the AVX2 functions run on the model, and the output says so."""
+    monkeypatch.setattr(test_command, "cpu_flags", lambda: cpu_flags() - {"avx2"})
+    said: list[str] = []
+    outcome = run_bundle_test(REPO / "generated/kyber-3329", 1, said.append, reemit=False)
+    assert outcome.failed == 0 and outcome.passed > 100
+    assert any("kg_kyber3329_ntt_forward_avx2 on the machine model: this CPU lacks avx2" in s for s in said), said
+
+
+def test_a_bundle_whose_assembly_is_not_derived_again_is_refused(tmp_path):
+    directory = REPO / "generated/kyber-3329"
+    asm = (directory / "kyber-3329.asm").read_text()
+    copy = copied_with(directory, {"kyber-3329.asm": asm.replace("vpsubw", "vpaddw", 1)}, tmp_path / "copy")
+    _, manifest = read_bundle(copy)
+    with pytest.raises(BundleError, match="not the assembly this kerngen emits"):
+        on_model.shipped_kernels(copy, manifest, STORE.bundles(load(REPO / "params/kyber-3329.toml")))
+
+
+def test_functions_neither_the_cpu_nor_the_model_can_run_fail(monkeypatch, tmp_path):
+    """An edited bundle on a CPU without AVX2: its AVX2 functions have no
+    instruction stream for the model, and are counted failed, not skipped."""
+    directory = REPO / "generated/kyber-3329"
+    asm = (directory / "kyber-3329.asm").read_text()
+    copy = copied_with(directory, {"kyber-3329.asm": asm.replace("vpsubw", "vpaddw", 1)}, tmp_path / "copy")
+    monkeypatch.setattr(test_command, "cpu_flags", lambda: cpu_flags() - {"avx2"})
+    outcome = run_bundle_test(copy, 1, lambda s: None, tmp_path, reemit=False)
+    assert any("kg_kyber3329_ntt_forward_avx2" in f and "(not run)" in f for f in outcome.failures), outcome.failures
+
+
+def _mutant(bundle, symbol: str, change):
+    """The bundle with kernel `symbol`'s body or tables changed by `change(kernel)`."""
+    functions = tuple(dataclasses.replace(f, kernel=change(f.kernel)) if f.symbol == symbol else f
+                      for f in bundle.functions)
+    return dataclasses.replace(bundle, functions=functions)
+
+
+def _swapped(kernel):
+    """The first subtraction of the second half of the body made an addition."""
+    body = list(kernel.body)
+    k = next(i for i in range(len(body) // 2, len(body)) if body[i].op == "vpsubw")
+    body[k] = Instr("vpaddw", body[k].operands, body[k].comment, body[k].idiom)
+    return dataclasses.replace(kernel, body=tuple(body))
+
+
+def _twiddle(kernel):
+    """One entry of the kernel's own twiddle table, plus one."""
+    k = next(k for k, t in enumerate(kernel.tables) if t.label.startswith(kernel.symbol.removesuffix("_avx2")))
+    t = kernel.tables[k]
+    changed = dataclasses.replace(t, values=t.values[:100] + (t.values[100] + 1,) + t.values[101:])
+    return dataclasses.replace(kernel, tables=kernel.tables[:k] + (changed,) + kernel.tables[k + 1:])
+
+
+@needs_tools
+@pytest.mark.parametrize("change", [_swapped, _twiddle])
+def test_a_mutant_the_cpu_catches_is_caught_on_the_model(change, tmp_path):
+    symbol = "kg_kyber3329_ntt_forward_avx2"
+    bundle = _mutant(_bundle("kyber-3329"), symbol, change)
+    write(render(bundle, "mutant"), tmp_path / "mutant")
+    on_cpu = run_bundle_test(tmp_path / "mutant", 2, lambda s: None, tmp_path, reemit=False)
+    modelled = run_bundle_test(tmp_path / "mutant", 2, lambda s: None, tmp_path, reemit=False, on_model=True,
+                           built=(bundle,))
+    assert any(symbol in f for f in on_cpu.failures), "the CPU does not catch this mutant"
+    assert {f.split(":")[1] for f in modelled.failures} == {f.split(":")[1] for f in on_cpu.failures}
