@@ -38,8 +38,6 @@ VECTORS = 48  # input vectors per function: the edge rows, then random ones
 RANDOM_IMMEDIATES = 4  # immediates drawn per form beside the edges and the shipped kernels' ones
 _VECTOR_KINDS = ("v", "vm")
 _RUNNABLE_KINDS = ("v", "vm", "i", "k", "g", "gm")
-# operands spelt at 128 bits whatever the form's width: the half a 256-bit lane move reads or writes
-_XMM_OPERANDS = {"vextracti128": (0,), "vinserti128": (2,), "vpbroadcastq_x": (1,)}
 _GPRS = ("r8", "r9", "r10", "r11")  # caller-saved, and none of them rdx (mulx's implicit source)
 _SIZE = {128: "xmm", 256: "ymm", 512: "zmm"}
 
@@ -52,15 +50,14 @@ class Case:
     form: Form
     bits: int
     imm: int | None
-
-    @property
-    def name(self) -> str:
-        imm = "" if self.imm is None else f" imm={self.imm}"
-        return f"{self.op.name} ({self.form.mnemonic}, {self.form.encoding.name}, {self.bits} bits{imm})"
+    widths: tuple[int, ...]  # each slot's register width (`operand_widths`)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """The forms by outcome, each named by row, mnemonic, encoding and width (a failure with its
+    witnesses, a skipped form with the extensions this CPU lacks, a form not modelled with why)."""
+
     passed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # one line per failing form, its witness after it
     skipped: list[str] = field(default_factory=list)
@@ -82,8 +79,6 @@ def why_not_modelled(op: Op) -> str | None:
     """Why the selfcheck cannot compare `op` with the table (None: it can)."""
     if op.arith is None and op.move is None and op.widen is None:
         return "no lane semantics in the table"
-    if op.lines is None and op.cls == "control":
-        return "control flow"
     if any(s.kind not in _RUNNABLE_KINDS for s in op.slots):
         return "a memory-only operand"
     return None
@@ -105,7 +100,7 @@ def _immediates(op: Op, form: Form, shipped: dict[str, set[int]], rng: random.Ra
     if not any(s.kind == "i" for s in op.slots):
         return [None]
     width = op.elem or 64
-    edges = {0, 1, width - 1, width, width + 1, 255} if op.arith is not None else set()
+    edges = {0, 1, 255} | ({width - 1, width, width + 1} if op.arith is not None else set())
     drawn = {rng.randrange(256) for _ in range(RANDOM_IMMEDIATES)}
     return sorted(edges | drawn | shipped.get(form.mnemonic, set()))
 
@@ -118,6 +113,37 @@ def forms(table: InstructionTable) -> Iterable[tuple[Op, Form, int]]:
                 yield op, form, bits
 
 
+def operand_widths(op: Op, bits: int, imms: list[int | None]) -> tuple[int, ...]:
+    """Each slot's register width in the form of `bits` bits: where a movement's route writes (or
+    reads) the same low part of an operand whatever the immediate, the operand is as wide as that
+    part, at least 128 bits (vextracti128 writes an xmm register, vinserti128 reads one); any other
+    slot is `bits` wide."""
+    widths = [bits] * len(op.slots)
+    if op.move is None:
+        return tuple(widths)
+    slots = [i for i in op.read if op.slots[i].kind in _VECTOR_KINDS]
+    reaches: dict[int, set[int]] = {i: set() for i in [0, *slots]}  # bytes of each operand a route touches
+    for imm in imms:
+        reach = {i: 0 for i in reaches}
+        labels = [[(n, b) for b in range(bits // 8)] for n in range(len(slots))]
+        try:
+            moved = move_lanes(op, labels, imm, 8, bits // 8, None)
+        except IndexError:  # reported when the case runs
+            continue
+        for k, m in enumerate(moved or ()):
+            if m is not None and m is not SPLIT:
+                reach[0] = max(reach[0], k + 1)
+                reach[slots[m[0]]] = max(reach[slots[m[0]]], m[1] + 1)
+        if moved is not None:
+            for i, used in reach.items():
+                reaches[i].add(used)
+    for i, found in reaches.items():
+        used = found.pop() if len(found) == 1 else 0
+        if used and op.slots[i].kind in _VECTOR_KINDS:
+            widths[i] = min(bits, max(128, 1 << (8 * used - 1).bit_length()))
+    return tuple(widths)
+
+
 def _register(kind: str, number: int, bits: int) -> str:
     if kind in ("g", "gm"):
         return _GPRS[number]
@@ -126,7 +152,7 @@ def _register(kind: str, number: int, bits: int) -> str:
     return f"{_SIZE[bits]}{number}"
 
 
-def _vector_move(form: Form, bits: int) -> str:
+def _vector_move(form: Form) -> str:
     if form.encoding == EVEX:
         return "vmovdqu64"
     return "movdqu" if form.encoding == LEGACY else "vmovdqu"
@@ -146,7 +172,7 @@ def function_text(case: Case, symbol: str) -> str:
     base = 16 if form.encoding == EVEX else 0  # registers only EVEX names: its encoding whatever NASM prefers
     texts, loads = [], []
     for i, slot in enumerate(op.slots):
-        width = 128 if i in _XMM_OPERANDS.get(op.name, ()) else bits
+        width = case.widths[i]
         if slot.kind == "i":
             texts.append(str(case.imm))
             continue
@@ -160,10 +186,10 @@ def function_text(case: Case, symbol: str) -> str:
         elif slot.kind == "k":
             loads.append(f"{_mask_move(_lanes(case))} {reg}, {'word' if _lanes(case) <= 16 else 'qword'} {src}")
         else:
-            loads.append(f"{_vector_move(form, width)} {reg}, {src}")
+            loads.append(f"{_vector_move(form)} {reg}, {src}")
     dest_kind, dest = op.slots[0].kind, texts[0]
     if op.ties(form):  # a two-operand form: the destination starts as the first source
-        loads.append(f"{'mov' if dest_kind == 'g' else _vector_move(form, bits).replace('dqu', 'dqa')} "
+        loads.append(f"{'mov' if dest_kind == 'g' else _vector_move(form).replace('dqu', 'dqa')} "
                      f"{dest}, {texts[1]}")
     if op.lines is not None:
         body = [line.format(*texts) for line in op.lines]
@@ -182,7 +208,7 @@ def function_text(case: Case, symbol: str) -> str:
     elif dest_kind == "k":
         store = f"{_mask_move(_lanes(case))} [rsi], {dest}"
     else:
-        store = f"{_vector_move(form, bits)} [rsi], {_register(dest_kind, base, bits)}"
+        store = f"{_vector_move(form)} [rsi], {_register(dest_kind, base, bits)}"
     stride = SLOT_BYTES * len(op.slots)
     # the count leaves rdx, which a general-register row may read implicitly (mulx)
     lines = [f"global {symbol}:function", f"{symbol}:", "mov rax, rdx", ".top:", *loads, *body, store,
@@ -242,7 +268,7 @@ def _operand_bytes(case: Case, slot: int) -> int:
     kind = case.op.slots[slot].kind
     if kind in ("g", "gm"):
         return 8
-    return 16 if slot in _XMM_OPERANDS.get(case.op.name, ()) else case.bits // 8
+    return case.widths[slot] // 8
 
 
 def _arith_model(case: Case, arith: Arith, buf: np.ndarray) -> np.ndarray:
@@ -368,8 +394,9 @@ def selfcheck(workdir: Path, cpu: set[str], table: InstructionTable = TABLE, ker
             report.skipped.append(f"{label}: this CPU lacks {', '.join(missing)}")
             report.count(form, 2)
         else:
-            runnable.append(((op, form, bits), [Case(op, form, bits, imm)
-                                                for imm in _immediates(op, form, shipped, rng)]))
+            imms = _immediates(op, form, shipped, rng)
+            widths = operand_widths(op, bits, imms)
+            runnable.append(((op, form, bits), [Case(op, form, bits, imm, widths) for imm in imms]))
     lib, rejected = _library(Path(workdir), [case for _, group in runnable for case in group])
     data = np.random.default_rng(seed)
     for (op, form, bits), group in runnable:
