@@ -446,12 +446,14 @@ def _byteshift(left: bool):
 
 
 def _extract(n, srcs, imm, u):
-    """Unit `imm` of the source into the lowest unit, the others zero."""
-    return ((0, imm),) + (None,) * (n - 1)
+    """Unit `imm` of the source into the lowest unit, the others zero: the unit the immediate's low bits name
+    (the CPU ignores the others)."""
+    return ((0, imm % srcs[0]),) + (None,) * (n - 1)
 
 
 def _insert128(n, srcs, imm, u):
-    return tuple((1, 0) if k == imm else (0, k) for k in range(n))
+    """The second source into the half the immediate's low bits name (the CPU ignores the others)."""
+    return tuple((1, 0) if k == imm % n else (0, k) for k in range(n))
 
 
 def _insert_element(n, srcs, imm, u):
@@ -542,8 +544,11 @@ class Op:
 
     def ties(self, form: Form) -> bool:
         """Whether `form` names one register for the destination and the first
-        source: a two-operand encoding of an operation with its destination apart."""
-        return form.encoding.operands == 2 and self.destination_apart
+        source: an operation with its destination apart in a two-operand
+        encoding, or with more register operands than its encoding names
+        (vpternlog's three sources: the instruction reads its destination)."""
+        registers = sum(slot.kind in ("v", "vm", "g", "gm") for slot in self.slots)
+        return self.destination_apart and (form.encoding.operands == 2 or registers > form.encoding.operands)
 
 
 def _forms(vex: str | None, legacy: str | None, sse: str | None, avx: str | None, extra: tuple[str, ...] = (),
