@@ -256,14 +256,20 @@ PRODUCT_HALVES = {"mullo": MULLO, "mulhi": MULHI, "mulhu": MULHU}
 
 def _shift_pair(left: bool):
     """shld/shrd: the destination shifted by the count, the bits shifted in from the top (shld) or the
-    bottom (shrd) of the source; counts 1..bits-1 (those the builders write)."""
+    bottom (shrd) of the source; the count taken modulo the width, as the CPU takes it (0: unchanged)."""
     def value(s, w):
         a, b, k = s
+        k %= w
+        if k == 0:
+            return a
         # the shifted-in part read signed again (it is below 2^(w-1)), so both parts have one type
         return (a << k) | wrap(unsigned(b, w) >> (w - k), w) if left else wrap(unsigned(a, w) >> k, w) | (b << (w - k))
 
     def smt(z3, s, w):
         a, b, k = s
+        k %= w
+        if k == 0:
+            return a
         return (a << k) | z3.LShR(b, w - k) if left else z3.LShR(a, k) | (b << (w - k))
     return Arith(value, smt)
 
@@ -457,7 +463,8 @@ def _insert128(n, srcs, imm, u):
 
 
 def _insert_element(n, srcs, imm, u):
-    return tuple((1, 0) if k == imm else (0, k) for k in range(n))
+    """The second source's unit 0 into the unit the immediate's low bits name (the CPU ignores the others)."""
+    return tuple((1, 0) if k == imm % n else (0, k) for k in range(n))
 
 
 def _element_shift(elem: int, left: bool):
@@ -773,8 +780,11 @@ _row("mov_store", "w:m,r:g", "store", _gpr("mov"), move=IDENTITY)
 _row("xor", "rw:g,r:gm", "alu", _gpr("xor"), arith=XOR)
 _row("and", "rw:g,r:gm", "alu", _gpr("and"), arith=AND)
 _row("or", "rw:g,r:gm", "alu", _gpr("or"), arith=OR)
-_row("shl", "rw:g,r:i", "alu", _gpr("shl"), elem=64, arith=SLL)
-_row("shr", "rw:g,r:i", "alu", _gpr("shr"), elem=64, arith=SRL)
+# a general register's shift takes its count modulo the width (a vector shift by the width or more zeroes)
+_row("shl", "rw:g,r:i", "alu", _gpr("shl"), elem=64,
+     arith=_binary(lambda a, k, w: a << k % w, lambda z3, a, k, w: a << k % w))
+_row("shr", "rw:g,r:i", "alu", _gpr("shr"), elem=64,
+     arith=_binary(lambda a, k, w: unsigned(a, w) >> k % w, lambda z3, a, k, w: z3.LShR(a, k % w)))
 _row("shld", "rw:g,r:g,r:i", "alu", _gpr("shld"), elem=64, arith=SHLD)
 _row("shrd", "rw:g,r:g,r:i", "alu", _gpr("shrd"), elem=64, arith=SHRD)
 # lanes on general registers (the scalar ISA): the vector rows' operations in the same three-operand form,
