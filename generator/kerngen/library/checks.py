@@ -68,20 +68,31 @@ def batch_shape(fn: FunctionEntry, arrays: dict[str, np.ndarray]) -> tuple[int, 
 
 
 def check_aliasing(fn: FunctionEntry, arrays: dict[str, np.ndarray]) -> None:
-    """A written argument shares no memory with another one: no function's
-    manifest lists the arguments it may alias as data yet, so none is allowed."""
+    """A written argument shares no memory with another one, but for the
+    arguments its manifest entry says it may be (`may_alias`), and then only
+    as the very same array."""
     for arg in fn.args:
         if arg.role not in WRITTEN:
             continue
+        mine = arrays[arg.name]
         for other in fn.args:
-            if other.name != arg.name and np.may_share_memory(arrays[arg.name], arrays[other.name]):
-                raise ValueError(f"{_where(fn, arg)}: overlaps argument {other.name!r}; it is written, so pass "
-                                 "a separate array (a copy of the input, if in place is meant)")
+            theirs = arrays[other.name]
+            if other.name == arg.name or not np.may_share_memory(mine, theirs):
+                continue
+            same = mine.ctypes.data == theirs.ctypes.data and mine.shape == theirs.shape
+            if not (same and other.name in arg.may_alias):
+                allowed = f"it may be the same array as {', '.join(arg.may_alias)} only" if arg.may_alias else \
+                    "it may be no other argument"
+                raise ValueError(f"{_where(fn, arg)}: overlaps argument {other.name!r}; {allowed}: pass a "
+                                 "separate array")
 
 
 def requires(fn: FunctionEntry, arg: ArgumentEntry) -> Values | None:
-    """The input contract of `arg`: its own, else the function's."""
-    return arg.requires or fn.input
+    """The input contract of `arg`: its own (none: any value), or in a
+    manifest written before every input carried its own, the function's."""
+    if any(a.requires is not None for a in fn.args):
+        return arg.requires
+    return fn.input
 
 
 def check_contract(fn: FunctionEntry, arg: ArgumentEntry, value: np.ndarray) -> None:
