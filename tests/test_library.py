@@ -28,10 +28,13 @@ GF2M = REPO / "generated" / "gf2m-233"
 SESSION = re.compile(r"<!-- library-session:start -->\s*```python\n(.*?)```\s*<!-- library-session:end -->", re.S)
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """The user's cache directory, one for the module: each bundle is assembled once."""
+    path = tmp_path_factory.mktemp("library") / "cache"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("XDG_CACHE_HOME", str(path))
+        yield path
 
 
 @pytest.fixture
