@@ -1,20 +1,19 @@
 """What the FIPS 203 and FIPS 204 tests share: a shipped bundle's kernels
-called through ctypes as a C caller calls them (tests/test_mlkem.py,
+called through the library (kerngen.load) as a C caller calls them (tests/test_mlkem.py,
 tests/test_mldsa.py), and the references they are judged against that come
 from no standard's pseudocode (bit reversal, the schoolbook negacyclic product)."""
 
 from __future__ import annotations
 
-import ctypes
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kerngen.harness import toolchain
-from kerngen.harness.cpu import cpu_flags
+import kerngen
+from kerngen.core.manifest import read_bundle
+from kerngen.library.bundle import LoadedBundle, runnable_isas
 
 NEEDS_TOOLS = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
                                  reason="needs nasm and gcc")
@@ -39,17 +38,13 @@ def schoolbook(a: list[int], b: list[int], q: int) -> list[int]:
 
 
 class Kernels:
-    """The bundle's kernels of one ISA through ctypes, with the manifest's promises."""
+    """The bundle's kernels of one ISA (kerngen.load), by the names the tests use, with the manifest's promises."""
 
-    def __init__(self, lib: ctypes.CDLL, manifest: dict, isa: str):
-        self.lib, self.isa = lib, isa
-        self.fns = {f["kind"] + (str(f["k"]) if "k" in f else ""): f for f in manifest["functions"] if f["isa"] == isa}
-        self.dtype = np.dtype(self.fns["ntt_forward"]["dtype"])
+    def __init__(self, bundle: LoadedBundle):
+        self.bundle, self.isa, self.dtype = bundle, bundle.isa, bundle.dtype
 
-    def call(self, kind: str, *arrays: np.ndarray) -> None:
-        if any(a.dtype != self.dtype for a in arrays):
-            raise TypeError(f"{kind} takes {self.dtype} arrays")
-        getattr(self.lib, self.fns[kind]["symbol"])(*(a.ctypes.data_as(ctypes.c_void_p) for a in arrays))
+    def call(self, name: str, *arrays: np.ndarray) -> None:
+        getattr(self.bundle, name)(*arrays)
 
     def array(self, values) -> np.ndarray:
         """A fresh array of the kernels' element type holding `values` (which must fit it)."""
@@ -59,28 +54,25 @@ class Kernels:
             raise OverflowError(f"values do not fit {self.dtype}")
         return out
 
-    def bound(self, kind: str) -> list[int]:
-        return self.fns[kind]["output"]["bound"]
+    def bound(self, name: str) -> tuple[int, int]:
+        return getattr(self.bundle, name).entry.output.bound
 
-    def requires(self, kind: str) -> list[int]:
-        return self.fns[kind]["input"]["bound"]
+    def requires(self, name: str) -> tuple[int, int]:
+        return getattr(self.bundle, name).entry.input.bound
 
-    def scale(self, kind: str) -> int:
-        return self.fns[kind]["output"]["scale"]
+    def scale(self, name: str) -> int:
+        return getattr(self.bundle, name).entry.output.scale
 
 
 def load_kernels(bundle: Path, workdir: Path) -> dict[str, Kernels]:
-    """The committed bundle at `bundle` assembled into a shared object, by
-    ISA, for each of its ISAs this CPU runs (the test skips if none)."""
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    so = toolchain.assemble_shared(bundle / f"{manifest['params']['name']}.asm", workdir)
-    lib = ctypes.CDLL(str(so))
-    host = cpu_flags()
-    isas = [isa for isa in manifest["params"]["isa"]
-            if all(set(f["cpu"]) <= host for f in manifest["functions"] if f["isa"] == isa)]
-    if not isas:
-        pytest.skip("this CPU runs none of the bundle's ISAs")
-    return {isa: Kernels(lib, manifest, isa) for isa in isas}
+    """The committed bundle at `bundle` loaded by kerngen.load (assembled in
+    `workdir`), by ISA, for each of its ISAs this CPU runs (the test skips if none)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("XDG_CACHE_HOME", str(workdir))
+        isas = runnable_isas(read_bundle(bundle)[1])
+        if not isas:
+            pytest.skip("this CPU runs none of the bundle's ISAs")
+        return {isa: Kernels(kerngen.load(bundle, isa)) for isa in isas}
 
 
 def of_isa(kernels: dict[str, Kernels], isa: str) -> Kernels:

@@ -62,12 +62,13 @@ class Function:
         entry["args"] = [{"name": a.name, "role": a.role, "count": a.count, "align": a.align}
                          | ({"preferred_align": a.preferred_align} if a.preferred_align else {})
                          for a in self.kernel.args]
-        if self.contract.inputs_shared:
+        for arg, c in zip(entry["args"], self.contract.args):  # a caller checks each argument by its own entry
+            if c.requires is not None:
+                arg["requires"] = c.requires.manifest()
+            if c.may_alias:
+                arg["may_alias"] = list(c.may_alias)
+        if self.contract.inputs_shared:  # and the one requirement of every input, where they share it
             entry["input"] = self.contract.manifest_input()
-        else:  # each input argument with its own requirement
-            for arg, c in zip(entry["args"], self.contract.args):
-                if c.requires is not None:
-                    arg["requires"] = c.requires.manifest()
         entry["output"] = self.contract.manifest_output()
         entry["cpu"] = self.cpu
         if self.proof is not None:

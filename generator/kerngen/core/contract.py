@@ -61,6 +61,7 @@ class ArgContract:
     spec: ArgSpec
     requires: Values | None = None
     ensures: Values | None = None
+    may_alias: tuple[str, ...] = ()  # (a written argument) the arguments it may be the same array as
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ class ArgumentEntry:
     count: int  # elements
     align: int  # bytes the pointer must be aligned to
     preferred_align: int | None = None  # bytes at which the function is fastest
-    requires: Values | None = None  # this argument's own input contract, where the inputs' differ
+    requires: Values | None = None  # this argument's own input contract (inputs; read back: also the function's)
+    may_alias: tuple[str, ...] = ()  # (written) the arguments it may be the same array as
 
     @staticmethod
     def parse(f: _Fields) -> ArgumentEntry:
@@ -106,7 +107,8 @@ class ArgumentEntry:
         requires = f.sub("requires", optional=True)
         return ArgumentEntry(f.get("name", str, "a string"), role, f.get("count", int, "an integer"),
                              f.get("align", int, "an integer"), f.get("preferred_align", int, "an integer", True),
-                             None if requires is None else Values.parse(requires))
+                             None if requires is None else Values.parse(requires),
+                             f.strings("may_alias") if "may_alias" in f.data else ())
 
 
 # the fields of a function entry every family has; the others are the family's facts

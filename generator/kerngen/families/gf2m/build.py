@@ -100,8 +100,11 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
     red = f"{n} little-endian uint64 limbs, {degree}"
     alias = "out may be the same buffer as any input (all inputs are read before out is written)"
 
-    def args(out_count: int, out: Values, *ins: tuple[str, int, Values | None]) -> tuple[ArgContract, ...]:
-        return (ArgContract(_arg("out", "out", out_count), None, out),) + tuple(
+    def args(out_count: int, out: Values, *ins: tuple[str, int, Values | None],
+             may_alias: tuple[str, ...] | None = None) -> tuple[ArgContract, ...]:
+        """out, then the inputs; out may be any input unless `may_alias` names fewer."""
+        aliased = tuple(name for name, _, _ in ins) if may_alias is None else may_alias
+        return (ArgContract(_arg("out", "out", out_count), None, out, aliased),) + tuple(
             ArgContract(_arg(name, "in", count), values) for name, count, values in ins)
 
     plan = f.plan
@@ -150,7 +153,8 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
                                 f"out = a^(2^{k}) mod f in GF(2^{m}) ({how})",
                                 ("requires: a: " + red, f"ensures: out = a^(2^{k}) mod f: " + red, alias),
                                 (("k", k),), expect=(("a",),)))
-    step_args = args(4 * n, elem, ("st", 4 * n, elem), ("x", n, elem), ("c", n, elem), ("swap", 1, None))
+    step_args = args(4 * n, elem, ("st", 4 * n, elem), ("x", n, elem), ("c", n, elem), ("swap", 1, None),
+                     may_alias=("st",))
     step_summary = f"one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^{m})"
     step_text = (f"requires: st = (X0, Z0, X1, Z1), four elements of {n} limbs each, {degree}",
                  "requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b "

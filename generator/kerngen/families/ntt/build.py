@@ -166,7 +166,7 @@ def _basemuls(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward_o
                                          lambda out: inverse_in.lo <= out.lo and out.hi <= inverse_in.hi)
                   for v in basemul_variants(layout)}
         (kara, summed, il), bc = min(builds.items(), key=lambda kv: basemul_cost(executed(kv[1].kernel)))
-        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", output),
+        facts = (("output_range", output),
                  *((("karatsuba", kara),) if layout.d == 2 else ()), *((("summed_factors", summed),) if kara else ()),
                  ("interleaved_units", il))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
@@ -214,8 +214,7 @@ def _shoup_kernels(p: NttParams, t: Target, layout, freeze: UnsignedFreeze, cach
         expect = (("a", "w"), ("b",)) if accumulate else (("a", "w"),)
         fns.append(Function(c.kernel, kind, c.contract, f"{what} by Shoup's multiplication, element-wise",
                             (("n", p.n), ("q", p.q)),
-                            (("aliasing", "r may be the same array as a" + (" or b" if accumulate else "")),
-                             ("shoup_pair", ("w", "wp"))),
+                            (("shoup_pair", ("w", "wp")),),
                             proof=map_proof(c, expect, element=True)))
     return fns
 

@@ -77,7 +77,7 @@ def basemul_contract(p: NttParams, t: Target, d: int, k: int, inputs: Values, ou
     return Contract(
         (ArgContract(array_arg(p, t, "r", "out", unsigned=not signed), None,
                      Values(None, scale=pow(r, -1, q), layout="ntt_forward output",
-                            representation=output_representation(output, q))),
+                            representation=output_representation(output, q)), ("a", "b")),
          ArgContract(array_arg(p, t, "a", "in", k, not signed), inputs),
          ArgContract(array_arg(p, t, "b", "in", k, not signed), inputs)),
         (("requires: every a[i], b[i] in ", A_REQUIRES, f" (the forward NTT's output), in its layout{per}"),
@@ -121,7 +121,8 @@ def shoup_contract(p: NttParams, t: Target, kind: str) -> Contract:
     q, bits, accumulate = p.q, p.width, kind == "muladd_shoup"
     top = (1 << bits) - 1
     args = [ArgContract(array_arg(p, t, "r", "out", unsigned=True), None,
-                        Values(None, representation="canonical", scale=1, layout="natural")),
+                        Values(None, representation="canonical", scale=1, layout="natural"),
+                        ("a", "b") if accumulate else ("a",)),
             ArgContract(array_arg(p, t, "a", "in", unsigned=True), Values(Bound(0, top))),
             ArgContract(array_arg(p, t, "w", "in", unsigned=True), Values(Bound(0, q - 1))),
             ArgContract(array_arg(p, t, "wp", "in", unsigned=True),

@@ -1,0 +1,134 @@
+"""An emitted bundle loaded into this process: its kernels of one ISA as
+Python callables on numpy arrays."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.manifest import FunctionEntry, Manifest, read_bundle
+from ..errors import HarnessError
+from ..harness.cpu import cpu_flags
+from ..machine.formats import ELF64  # the harness links kernels on this (Linux) machine
+from ..machine.isa import ISAS
+from ..machine.target import PLATFORMS
+from .cache import shared_object, trampoline
+from .checks import prepare
+
+HOST_ABI = next(p.abi.name for p in PLATFORMS.values() if p.fmt == ELF64)  # the convention of the processes it loads into
+
+
+@dataclass(frozen=True)
+class NttDomain:
+    """Where the forward NTT leaves each coefficient: block i is the
+    polynomial mod (x^d - zetas[i]) whose coefficients sit at positions[i]."""
+
+    positions: np.ndarray  # (blocks, d) indices into the output array
+    zetas: np.ndarray  # (blocks,)
+
+
+class Kernel:
+    """One function of the bundle. Call it as C does, with one array per
+    argument in the manifest's order (`args`); arrays with leading axes run
+    one call per row in one C loop, the GIL released. `check=False` skips the
+    input-bound check (the rest is always checked)."""
+
+    def __init__(self, entry: FunctionEntry, address: int, loop: ctypes._CFuncPtr):
+        self.entry, self._address, self._loop = entry, address, loop
+        self.__doc__ = (f"{entry.symbol}({', '.join(f'{a.name}: {a.role} {entry.dtype}[{a.count}]' for a in entry.args)})"
+                        f" -> None; {entry.kind} on {entry.isa}")
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.entry.args)
+
+    def __call__(self, *arrays: np.ndarray, check: bool = True) -> None:
+        call = prepare(self.entry, arrays, check)
+        n = len(call.pointers)
+        status = self._loop(ctypes.c_void_p(self._address), n, (ctypes.c_void_p * n)(*call.pointers),
+                            (ctypes.c_ssize_t * n)(*call.strides), call.count)
+        if status != 0:
+            raise HarnessError(f"{self.entry.symbol}: the batch loop takes at most 6 arguments, got {n}")
+
+    def __repr__(self) -> str:
+        return f"<kerngen kernel {self.__doc__}>"
+
+
+class LoadedBundle:
+    """A bundle's kernels of one ISA, as attributes named by their symbol
+    without the prefix and the ISA suffix (`ntt_forward`, `basemul`, ...)."""
+
+    def __init__(self, directory: Path, manifest: Manifest, isa: str, library: ctypes.CDLL, loop: ctypes._CFuncPtr):
+        self.directory, self.manifest, self.isa = directory, manifest, isa
+        self.params = manifest.params
+        self._library = library  # kept alive while a kernel may be called
+        self.kernels: dict[str, Kernel] = {}
+        prefix, suffix = f"{manifest.params['prefix']}_", f"_{isa}"
+        for entry in manifest.functions:
+            if entry.isa == isa:
+                name = entry.symbol.removeprefix(prefix).removesuffix(suffix)
+                address = ctypes.cast(getattr(library, entry.symbol), ctypes.c_void_p).value
+                self.kernels[name] = Kernel(entry, address, loop)
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"bundle {self.manifest.name} ({self.isa}) has no function {name!r}; it has "
+                             f"{', '.join(kernels)}")
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.kernels]
+
+    def __repr__(self) -> str:
+        return f"<kerngen bundle {self.manifest.name} on {self.isa}: {', '.join(self.kernels)}>"
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type of the bundle's first function (an NTT's coefficients, a GF(2^m) limb)."""
+        return np.dtype(self.manifest.functions[0].dtype)
+
+    def domain(self) -> NttDomain:
+        """The layout of the NTT domain the forward transform writes (NTT bundles)."""
+        entry = self.kernels["ntt_forward"].entry if "ntt_forward" in self.kernels else None
+        layout = entry.output.layout if entry is not None else None
+        if not isinstance(layout, dict):
+            raise ValueError(f"bundle {self.manifest.name}: has no forward NTT whose output layout it describes")
+        blocks = layout["blocks"]
+        return NttDomain(np.array([b["positions"] for b in blocks], dtype=np.intp),
+                         np.array([b["zeta"] for b in blocks], dtype=np.int64))
+
+
+def runnable_isas(manifest: Manifest) -> list[str]:
+    """The bundle's ISAs whose every function this CPU runs, in the dispatch order."""
+    host = cpu_flags()
+    isas = {fn.isa for fn in manifest.functions}
+    ok = [isa for isa in isas if all(set(fn.cpu) <= host for fn in manifest.functions if fn.isa == isa)]
+    return sorted(ok, key=lambda isa: ISAS[isa].preference)
+
+
+def load_bundle(path: str | Path, isa: str | None = None) -> LoadedBundle:
+    directory, manifest = read_bundle(Path(path))
+    runs = runnable_isas(manifest)
+    has = sorted({fn.isa for fn in manifest.functions})
+    if isa is None:
+        if not runs:
+            raise HarnessError(f"bundle {manifest.name}: this CPU runs none of its ISAs ({', '.join(has)})")
+        isa = runs[0]
+    elif isa not in has:
+        raise ValueError(f"bundle {manifest.name}: has no {isa!r} kernels; it has {', '.join(has)}")
+    elif isa not in runs:
+        raise HarnessError(f"bundle {manifest.name}: this CPU cannot run its {isa} kernels (they need "
+                           f"{', '.join(sorted({c for fn in manifest.functions if fn.isa == isa for c in fn.cpu}))})")
+    objects = [o for o in manifest.objects if o.abi == HOST_ABI]
+    if not objects:
+        raise HarnessError(f"bundle {manifest.name}: has no object for the {HOST_ABI} calling convention "
+                           f"(it has {', '.join(o.abi for o in manifest.objects)}); emit it with --abi {HOST_ABI}")
+    library = ctypes.CDLL(str(shared_object(directory / objects[0].file)))
+    loop = ctypes.CDLL(str(trampoline())).kg_call_batch
+    loop.restype = ctypes.c_int
+    loop.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return LoadedBundle(directory, manifest, isa, library, loop)
