@@ -11,7 +11,7 @@ setup: $(BIN)/kerngen
 
 $(BIN)/kerngen: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip 'setuptools>=77'
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
 

@@ -174,8 +174,7 @@ def test_import_kerngen_loads_no_numpy():
 
 def test_the_readme_session_runs(cache, monkeypatch):
     found = SESSION.search((REPO / "README.md").read_text())
-    if found is None:
-        pytest.skip("README.md has no library session between its markers")
+    assert found is not None, "README.md has no library session between its markers"
     monkeypatch.chdir(REPO)
     exec(compile(found.group(1), "README.md library session", "exec"), {})
 
@@ -185,8 +184,8 @@ def test_a_non_editable_install_works_from_another_directory(tmp_path):
     borrows this environment's libraries, then a product from elsewhere."""
     wanted = re.search(r'"setuptools>=([0-9]+)"', (REPO / "pyproject.toml").read_text()).group(1)
     have = metadata.version("setuptools")
-    if int(have.split(".")[0]) < int(wanted):  # building without isolation uses this one: nothing is downloaded
-        pytest.skip(f"this environment has setuptools {have}, the build needs >= {wanted}")
+    # building without isolation uses this one, so nothing is downloaded; the set-up (make setup) installs it
+    assert int(have.split(".")[0]) >= int(wanted), f"setuptools {have} here, the build needs >= {wanted}"
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "LICENSE", "LICENSE-MIT", "LICENSE-APACHE", "generator", "harness", "templates",
