@@ -390,6 +390,9 @@ class Op:
     # an opmask row (its "k" slot): "merge" keeps the destination's lanes whose mask bit is 0 (the
     # destination is then also read), "zero" writes zero there; None: no mask
     masking: str | None = None
+    # its time depends on its operands' values (as a division's does): no kernel may hold it, the
+    # constant-time proof (`passes.constant_time`) refuses it; no row of this table is such
+    variable_time: bool = False
 
     @property
     def encodable(self) -> bool:
