@@ -12,8 +12,9 @@ of an immediate, nothing else, so pointer arithmetic alone. The same run
 proves that every `repeat_end` counts down a counter that a `repeat` set to
 an immediate and that nothing in the loop writes; a control row other than
 those two (a branch on anything else) is refused, and so is a row whose time
-depends on its operands (`Op.variable_time`). The dispatch unit's only
-branch, on the CPU's features, is in `emission.dispatch`, outside kernels.
+depends on its operands (`Op.variable_time`). The frame (`emission.frame`) adds
+no branch; the dispatch unit (`emission.dispatch`) branches only on the ISA
+it chose, outside the kernels.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from ..ir.instr import Instr
 from ..ir.stream import LOOP_ROWS, run_stream
 from ..machine.abi import Abi
 from ..machine.ops import spec
+from .check import check_operands
 
 
 def prove_constant_time(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> None:
     """Return where `body` runs in constant time; CheckError naming the first
     instruction that branches on, addresses by or takes a time from the data."""
+    check_operands(body, nargs, allocated=True)  # a loop's trip count among them: an immediate
     for i, ins in enumerate(body):
         row = spec(ins.op)
         where = f"instruction {i} ({ins.op} {ins.comment})"
