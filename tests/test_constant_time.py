@@ -98,11 +98,11 @@ def test_every_shipped_function_is_proven_constant_time(path):
 # --- valgrind memcheck: a second opinion where valgrind runs the kernel -----------------------------------
 
 Q62 = 4611686018326724609
-# (bundle, the functions' kinds taken from it): 16-bit Montgomery and Shoup, 32-bit Montgomery and Shoup,
+# (bundle, the functions' kinds taken from it): 16-bit (tiny-257) and 32-bit (mldsa) Montgomery and Shoup,
 # 64-bit AVX2 and scalar (cmov) lanes, GF(2^m) (its 256-bit VPCLMULQDQ kernels valgrind 3.19 cannot decode)
 MEMCHECKED = (
     (lambda: load(REPO / "params/tiny-257.toml"), ("ntt_forward", "basemul", "mulmod_shoup")),
-    (lambda: load(REPO / "params/dilithium-8380417.toml"), ("basemul", "mulmod_shoup")),
+    (lambda: load(REPO / "params/mldsa-8380417.toml"), ("basemul", "mulmod_shoup")),
     (lambda: from_mapping({"name": "ct64", "family": "ntt", "n": 16, "q": Q62, "width": 64,
                            "isa": ["avx2", "scalar"]}, "test"), ("ntt_forward", "mulmod_shoup")),
     (lambda: load(REPO / "params/gf2m-163.toml"), ("gf2m_mul", "gf2m_sqr", "gf2m_ladder_step", "gf2m_inv")),
