@@ -12,7 +12,7 @@ from conftest import REPO
 from kerngen.core.manifest import Manifest, read_bundle
 from kerngen.errors import BundleError
 
-GENERIC = {"symbol", "symbols", "kind", "isa", "dtype", "args", "input", "output", "cpu", "proof"}
+GENERIC = {"symbol", "symbols", "kind", "isa", "dtype", "args", "input", "output", "cpu", "proof", "constant_time"}
 SHIPPED = sorted(p.parent.name for p in (REPO / "generated").glob("*/manifest.json"))
 
 
@@ -30,6 +30,7 @@ def test_every_shipped_manifest_reads_typed(name):
         assert (fn.input is None) == ("input" not in raw)
         assert all((a.requires is None) == ("requires" not in r) for a, r in zip(fn.args, raw["args"]))
         assert fn.facts == {k: v for k, v in raw.items() if k not in GENERIC}  # the family's, as written
+        assert fn.constant_time == raw.get("constant_time", False)
 
 
 def _tiny() -> dict:
@@ -56,6 +57,7 @@ def _set(path: list, value):
     (_set(["functions", 1, "output", "bound"], [1]), "functions[1].output.bound", "two integers"),
     (_set(["functions", 2, "symbol"], KeyError), "functions[2].symbol", "missing"),
     (_set(["functions", 0, "cpu"], "avx2"), "functions[0].cpu", "a list of strings"),
+    (_set(["functions", 0, "constant_time"], "yes"), "functions[0].constant_time", "true or false"),
     (_set(["objects", 0, "format"], KeyError), "objects[0].format", "missing"),
     (_set(["params", "family"], 3), "params.family", "must be a string"),
     (_set(["command"], None), "command", "must be a string"),

@@ -18,6 +18,7 @@ cmake cmake
 ninja ninja-build
 meson meson
 cargo cargo
+valgrind valgrind
 '
 
 missing=()

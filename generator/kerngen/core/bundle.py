@@ -71,6 +71,7 @@ class Function:
             entry["input"] = self.contract.manifest_input()
         entry["output"] = self.contract.manifest_output()
         entry["cpu"] = self.cpu
+        entry["constant_time"] = self.kernel.constant_time
         if self.proof is not None:
             entry["proof"] = self.proof.manifest()
         entry.update(self.facts)

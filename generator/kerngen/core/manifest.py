@@ -112,7 +112,8 @@ class ArgumentEntry:
 
 
 # the fields of a function entry every family has; the others are the family's facts
-_FUNCTION_FIELDS = frozenset({"symbol", "symbols", "kind", "isa", "dtype", "args", "input", "output", "cpu", "proof"})
+_FUNCTION_FIELDS = frozenset({"symbol", "symbols", "kind", "isa", "dtype", "args", "input", "output", "cpu", "proof",
+                             "constant_time"})
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class FunctionEntry:
     output: Values
     cpu: tuple[str, ...]  # CPU features it needs, as /proc/cpuinfo names them
     proof: Mapping[str, Any] | None  # what the verifier proved about the map
+    # proven at emission: no branch, memory address or instruction time depends on the data
+    # (`passes.constant_time`); false in a manifest written before the proof existed
+    constant_time: bool
     facts: Mapping[str, Any]  # the family's fields (n, q; m, poly; k, reduction, ...)
 
     @staticmethod
@@ -142,6 +146,7 @@ class FunctionEntry:
                              tuple(ArgumentEntry.parse(a) for a in f.items("args", "a list of arguments")),
                              None if inputs is None else Values.parse(inputs), Values.parse(f.sub("output")),
                              f.strings("cpu"), f.get("proof", dict, "an object", True),
+                             bool(f.get("constant_time", bool, "true or false", True)),
                              {k: v for k, v in f.data.items() if k not in _FUNCTION_FIELDS})
 
     def fact(self, key: str, default: Any = None) -> Any:

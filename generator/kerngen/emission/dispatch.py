@@ -4,7 +4,9 @@ For each function it defines the name without the ISA suffix; the first
 call picks the preferred ISA (AVX2, then scalar, then SSE) whose kernels the CPU can run, from the CPU
 features the required-ISA pass found in those kernels (CPUID) and the
 register state they need the OS to save (XGETBV), and every call goes
-there. The C text is templates/dispatch.j2; this module derives what it
+there. The unit branches only on that choice (the CPU's features, or the
+ISA asked for), never on the data (the kernels' own branches are proven by
+`passes.constant_time`). The C text is templates/dispatch.j2; this module derives what it
 tests and calls.
 """
 

@@ -148,6 +148,7 @@ def _function_context(fn: Function) -> dict:
         "summary": fn.summary,
         "contract": fn.contract.lines(),
         "cpu": ", ".join(e.upper() for e in fn.cpu) or "none beyond x86-64",
+        "constant_time": fn.kernel.constant_time,
         "schedule": fn.notes,
         "clobbers": _clobbers(fn),
         "loops": _loops(fn.kernel),

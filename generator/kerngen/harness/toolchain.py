@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..core.bundle import Bundle
 
 __all__ = [
-    "HARNESS_DIR", "assemble_shared", "build_batch", "build_bench", "build_runner", "build_shared_c",
+    "HARNESS_DIR", "assemble_shared", "build_batch", "build_bench", "build_memcheck", "build_runner", "build_shared_c",
     "bundle_library", "cached", "digest", "harness_source", "run_build", "tool",
 ]
 
@@ -126,6 +126,12 @@ def build_runner(workdir: Path) -> Path:
 def build_batch(workdir: Path) -> Path:
     """Compiles ``kg_batch`` into ``workdir`` (cached) and returns its path."""
     return _build_program(Path(workdir), "kg_batch", "batch.c")
+
+
+def build_memcheck(workdir: Path) -> Path:
+    """Compiles ``kg_memcheck`` (its client requests from valgrind's
+    ``valgrind/memcheck.h``) into ``workdir`` (cached) and returns its path."""
+    return _build_program(Path(workdir), "kg_memcheck", "memcheck.c")
 
 
 def build_bench(workdir: Path) -> Path:

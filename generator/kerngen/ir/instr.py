@@ -212,6 +212,7 @@ class Kernel:
     target: Target
     extensions: frozenset[str]
     spill_slots: int = 0
+    constant_time: bool = False  # proven by `passes.constant_time` (the pipeline's last pass)
 
     @property
     def loops(self) -> tuple[tuple[int, int], ...]:

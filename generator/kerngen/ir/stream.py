@@ -20,6 +20,10 @@ from ..machine.ops import spec
 if TYPE_CHECKING:
     from ..machine.abi import Abi
 
+# the control rows a body may hold, which `run_stream` runs: a rolled loop's counter set from an immediate
+# and counted down to zero (no other branch exists in a kernel: `passes.constant_time`)
+LOOP_ROWS = frozenset({"repeat", "repeat_end"})
+
 
 def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> tuple[Instr, ...]:
     """The instructions `body` runs, addresses resolved; CheckError where an

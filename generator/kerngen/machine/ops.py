@@ -508,6 +508,9 @@ class Op:
     # destination is then also read), "zero" writes zero there; None: no mask
     masking: str | None = None
     blocks: Blocks | None = None  # semantics neither element-wise nor a movement (`Blocks`)
+    # its time depends on its operands' values (as a division's does): no kernel may hold it, the
+    # constant-time proof (`passes.constant_time`) refuses it; no row of this table is such
+    variable_time: bool = False
 
     @property
     def encodable(self) -> bool:

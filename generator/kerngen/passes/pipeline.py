@@ -1,10 +1,12 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
     check -> legalise -> fold loads -> allocate -> promote constants -> check allocated
-          -> required ISA -> verify -> roll -> point tables -> check encoding
+          -> required ISA -> verify -> roll -> point tables -> check encoding -> constant time
 
-The last three write the verified stream shorter (loops, addresses through
-registers) and prove that it still runs exactly that stream.
+Roll, point tables and check encoding write the verified stream shorter
+(loops, addresses through registers) and prove that it still runs exactly
+that stream; the last pass proves that the body as emitted branches on, and
+addresses memory by, no data (`passes.constant_time`).
 
 Each pass is a named function over one `Unit` of work; `compile_kernel`
 runs them in order. Families call nothing else: the same pipeline serves
@@ -28,6 +30,7 @@ from ..machine.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
 from .encoding import fold_loads, point_tables, promote_constants
+from .constant_time import prove_constant_time
 from .roll import roll
 from .legalise import legalise
 from .verify import Proof, Verification, verify_kernel
@@ -118,6 +121,11 @@ def _check_encoding(u: Unit) -> None:
         u.kernel = dataclasses.replace(u.kernel, body=tuple(u.body))
 
 
+def _constant_time(u: Unit) -> None:
+    prove_constant_time(u.body, u.target.abi, len(u.args))
+    u.kernel = dataclasses.replace(u.kernel, constant_time=True)
+
+
 PASSES = (
     ("check", _check),
     ("legalise", _legalise),
@@ -130,6 +138,7 @@ PASSES = (
     ("roll", _roll),
     ("point tables", _point_tables),
     ("check encoding", _check_encoding),
+    ("constant time", _constant_time),
 )
 
 
