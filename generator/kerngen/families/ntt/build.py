@@ -7,6 +7,7 @@ tables for C users."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
@@ -53,6 +54,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
         if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
             raise AssertionError(f"{t.isa.name}: the layout leaves another order than {p.target.isa.name}'s")
         fns += _kernels(p, t, isa_design(p, t, own), lay, scale_last, cache)
+    fns = _weakest_ensures(fns)
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
@@ -68,6 +70,21 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
+
+
+def _weakest_ensures(fns: list[Function]) -> list[Function]:
+    """Every ISA's kernel of a function with the union of their proven output bounds: the dispatch unit
+    gives one contract whichever it calls (vectors of another width reduce at other points, so an ISA may
+    prove a tighter bound, which implies the union)."""
+    bounds: dict[tuple[str, int], Bound] = {}
+    for fn in fns:
+        for i, a in enumerate(fn.contract.args):
+            if a.ensures is not None and a.ensures.bound is not None:
+                key, b = (fn.symbol.removesuffix("_" + fn.isa), i), a.ensures.bound
+                have = bounds.get(key, b)
+                bounds[key] = Bound(min(have.lo, b.lo), max(have.hi, b.hi))
+    return [dataclasses.replace(fn, contract=fn.contract.proven(
+        {i: b for (base, i), b in bounds.items() if base == fn.symbol.removesuffix("_" + fn.isa)})) for fn in fns]
 
 
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,
