@@ -63,3 +63,11 @@ def test_avx512_kernels_pass_against_sympy_on_this_cpu(name, tmp_path):
     outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
+
+
+def test_isas_of_several_widths_in_the_fastest_order_are_refused_before_any_kernel_is_built(write_params, kerngen_cli):
+    path = write_params({"name": "p", "family": "ntt", **SETS["kyber"]})
+    path.write_text(path.read_text() + 'isa = ["avx512", "avx2"]\n')
+    r = kerngen_cli("emit", path, "--out", path.parent / "out")
+    assert r.returncode == 2, r.stderr
+    assert 'order: avx2\'s fastest order is not avx512\'s' in r.stderr and '"standard"' in r.stderr

@@ -15,7 +15,7 @@ from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound, Values
 from ...core.params import names_manifest
-from ...errors import VerifyError
+from ...errors import ParamError, VerifyError
 from ...ir.stream import executed
 from ...machine.ops import lane_range
 from ...machine.target import Target
@@ -49,10 +49,12 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
     scale_last: dict[str, bool] = {}  # the first ISA's choice of where the inverse scales, kept by the others
-    for t in p.targets:
-        own = design(p, t)
+    designs = [(t, design(p, t)) for t in p.targets]
+    for t, own in designs:
         if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
-            raise AssertionError(f"{t.isa.name}: the layout leaves another order than {p.target.isa.name}'s")
+            raise ParamError(p.source, "order", f"{t.isa.name}'s fastest order is not {p.target.isa.name}'s "
+                             "(vectors of other widths): a bundle of both takes order = \"standard\" or \"natural\"")
+    for t, own in designs:
         fns += _kernels(p, t, isa_design(p, t, own), lay, scale_last, cache)
     fns = _weakest_ensures(fns)
     r_bits = f"2^{p.width}"
