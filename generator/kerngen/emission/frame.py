@@ -105,7 +105,15 @@ class Frame:
 
 
 def registers_used(kernel: Kernel, kind: str) -> list[int]:
-    return sorted(registers_in(kernel.body, kind))
+    """The registers of family `kind` the kernel writes or reads: its operands', and those the ISA keeps from
+    allocation for the rows spelt as several instructions that name them (mulx's rdx, a blend's opmask)."""
+    isa = kernel.target.isa
+    implicit: set[int] = set()
+    if isa.has_family(kind) and isa.family(kind).names:
+        family = isa.family(kind)
+        spelt = " ".join(line for op in {ins.op for ins in kernel.body} for line in spec(op).lines or ())
+        implicit = {r for r in family.unallocated if family.names[r] in spelt}
+    return sorted(registers_in(kernel.body, kind) | implicit)
 
 
 def frame_of(kernel: Kernel) -> Frame:

@@ -7,6 +7,7 @@ tables for C users."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
@@ -14,7 +15,7 @@ from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound, Values
 from ...core.params import names_manifest
-from ...errors import VerifyError
+from ...errors import ParamError, VerifyError
 from ...ir.stream import executed
 from ...machine.ops import lane_range
 from ...machine.target import Target
@@ -48,11 +49,14 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
     scale_last: dict[str, bool] = {}  # the first ISA's choice of where the inverse scales, kept by the others
-    for t in p.targets:
-        own = design(p, t)
+    designs = [(t, design(p, t)) for t in p.targets]
+    for t, own in designs:
         if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
-            raise AssertionError(f"{t.isa.name}: the layout leaves another order than {p.target.isa.name}'s")
+            raise ParamError(p.source, "order", f"{t.isa.name}'s fastest order is not {p.target.isa.name}'s "
+                             "(vectors of other widths): a bundle of both takes order = \"standard\" or \"natural\"")
+    for t, own in designs:
         fns += _kernels(p, t, isa_design(p, t, own), lay, scale_last, cache)
+    fns = _weakest_ensures(fns)
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
@@ -68,6 +72,21 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
+
+
+def _weakest_ensures(fns: list[Function]) -> list[Function]:
+    """Every ISA's kernel of a function with the union of their proven output bounds: the dispatch unit
+    gives one contract whichever it calls (vectors of another width reduce at other points, so an ISA may
+    prove a tighter bound, which implies the union)."""
+    bounds: dict[tuple[str, int], Bound] = {}
+    for fn in fns:
+        for i, a in enumerate(fn.contract.args):
+            if a.ensures is not None and a.ensures.bound is not None:
+                key, b = (fn.symbol.removesuffix("_" + fn.isa), i), a.ensures.bound
+                have = bounds.get(key, b)
+                bounds[key] = Bound(min(have.lo, b.lo), max(have.hi, b.hi))
+    return [dataclasses.replace(fn, contract=fn.contract.proven(
+        {i: b for (base, i), b in bounds.items() if base == fn.symbol.removesuffix("_" + fn.isa)})) for fn in fns]
 
 
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,

@@ -217,7 +217,9 @@ class UnsignedMontgomery:
 
     @property
     def native(self) -> bool:
-        return self.isa.has("mullo", self.bits)
+        """Both halves of a 64-bit product one instruction each (general registers: AVX-512's vpmullq gives
+        the low half alone, so its lanes keep the templates)."""
+        return self.isa.has("mullo", self.bits) and self.isa.has("mulhu", self.bits)
 
     @cached_property
     def lane_max(self) -> int:

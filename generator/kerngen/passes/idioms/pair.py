@@ -5,7 +5,7 @@ reduction, each lane proven by the pair Montgomery lemma."""
 from __future__ import annotations
 
 from ...errors import VerifyError
-from ...machine.ops import wrap
+from ...machine.ops import spec, wrap
 from ..lemmas import LemmaError, prove_pair_montgomery
 from ..values import Value, product, union
 from .base import Checked, Group, IdiomCheck, MachineView
@@ -29,13 +29,22 @@ def check(mc: MachineView, group: Group) -> Checked:
     if not mc.signed:
         bad(f"runs on {mc.lane_type} lanes (it is signed)")
 
-    def made(v: Value, generic: str, width: int, imm: int | None = None) -> list[Value]:
+    def made(v: Value, generic: str, width: int, amount: int | None = None) -> list[Value]:
         got = mc.made(v.vid)
         if got is None or got.generic != generic or (got.elem or bits) != width or \
-                (imm is not None and got.imm != imm):
-            bad(f"does not compute {generic} on {width}-bit units{'' if imm is None else f' by {imm}'} "
+                (amount is not None and got.imm != amount):
+            bad(f"does not compute {generic} on {width}-bit units{'' if amount is None else f' by {amount}'} "
                 f"where it should (found {got})")
         return list(got.sources)
+
+    def interleaved(v: Value) -> list[Value]:
+        """The sources of a blend taking even lanes from the first and odd ones from the second (its
+        immediate is the row's: a bit per unit of eight, or of the register)."""
+        sources = made(v, "blend", bits)
+        got = mc.made(v.vid)
+        if spec(got.op).move.route(active, (active, active), got.imm, bits) != tuple((k % 2, k) for k in range(active)):
+            bad(f"does not take odd lanes from its second source where it should (found {got})")
+        return sources
 
     def constant(vs: list[Value], want: int) -> Value:
         others = [v for v in vs if v.constant is None or set(v.constant[:active]) != {wrap(want, bits)}]
@@ -47,9 +56,9 @@ def check(mc: MachineView, group: Group) -> Checked:
     h, u = made(result, "sub", bits)
     t = constant(made(u, "mulhi", bits), q)
     lo = constant(made(t, "mullo", bits), pow(q, -1, 1 << bits))
-    x0, shifted = made(lo, "blend", bits, 0xAA)
+    x0, shifted = interleaved(lo)
     [x1] = made(shifted, "sll", 2 * bits, bits)
-    high, x1_again = made(h, "blend", bits, 0xAA)
+    high, x1_again = interleaved(h)
     [x0_again] = made(high, "srl", 2 * bits, bits)
     if x0.vid != x0_again.vid or x1.vid != x1_again.vid:
         bad("does not take both halves from the same two sums")

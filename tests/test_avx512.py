@@ -1,0 +1,73 @@
+"""AVX-512 NTT kernels beside their AVX2 twins: 512-bit vectors of 16- and
+32-bit lanes built, verified and checked against SymPy on this CPU, and the
+dispatch unit testing exactly the extensions they use and the zmm state."""
+
+from __future__ import annotations
+
+import pytest
+
+from kerngen.commands.test import test_bundle as run_kerngen_bundle
+from kerngen.emission.files import write
+from kerngen.emission.render import render
+from kerngen.families import from_mapping
+from kerngen.harness.cpu import cpu_flags
+
+from conftest import STORE
+
+# 16-bit Montgomery (ML-KEM's n and q) and 32-bit Shoup (ML-DSA's); "standard" order, which every ISA's
+# layout leaves alike (the fastest order is each width's own)
+SETS = {
+    "kyber": {"n": 256, "q": 3329, "width": 16},
+    "dilithium": {"n": 256, "q": 8380417, "width": 32},
+}
+
+
+def _params(name: str):
+    return from_mapping({"name": f"{name}512", "family": "ntt", **SETS[name], "isa": ["avx512", "avx2"],
+                         "order": "standard"}, "test_avx512")
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_avx512_kernels_use_zmm_and_vzeroupper(name):
+    bundle = STORE.bundle(_params(name))
+    kernels = [f for f in bundle.functions if f.isa == "avx512"]
+    assert {f.kind for f in kernels} == {f.kind for f in bundle.functions if f.isa == "avx2"}
+    text = render(bundle, "test")[f"{bundle.name}.asm"]
+    for f in kernels:
+        body = text[text.index(f"{f.symbol}:"):]
+        body = body[:body.index("\n    ret")]
+        assert "zmm" in body and "vzeroupper" in body, f.symbol
+        # the extensions of the forms chosen, no more: byte and word lanes need AVX512BW, zmm alone no VL
+        assert "avx512f" in f.cpu and "avx512vl" not in f.cpu
+        assert ("avx512bw" in f.cpu) == (SETS[name]["width"] == 16) or f.kind != "ntt_forward", f.symbol
+
+
+def test_the_dispatch_unit_checks_the_avx512_bits_and_the_zmm_state():
+    files = render(STORE.bundle(_params("kyber")), "test")
+    unit = files["kyber512_dispatch.c"]
+    avx512 = unit[unit.index("case 0:"):unit.index("case 1:")]
+    assert "avx512:" in avx512 and "OS saves zmm and opmask state" in avx512
+    assert "leaf_7[1] >> 16 & 1" in avx512 and "leaf_7[1] >> 30 & 1" in avx512  # AVX512F, AVX512BW
+    assert "_os_saves(0xe6, xcr0)" in avx512 and 'sysctlbyname("hw.optional.avx512f"' in unit
+    avx2 = unit[unit.index("case 1:"):unit.index("default:")]
+    assert "(xcr0 & 0x6) == 0x6" in avx2 and "os_saves" not in avx2
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_avx512_kernels_pass_against_sympy_on_this_cpu(name, tmp_path):
+    p = _params(name)
+    lacks = sorted({e for f in STORE.bundle(p).functions if f.isa == "avx512" for e in f.cpu} - cpu_flags())
+    if lacks:
+        pytest.skip(f"this CPU lacks {', '.join(lacks)}: runs on the model once `kerngen test` has it")
+    write(render(STORE.bundles(p), "test"), tmp_path / p.name)
+    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
+
+
+def test_isas_of_several_widths_in_the_fastest_order_are_refused_before_any_kernel_is_built(write_params, kerngen_cli):
+    path = write_params({"name": "p", "family": "ntt", **SETS["kyber"]})
+    path.write_text(path.read_text() + 'isa = ["avx512", "avx2"]\n')
+    r = kerngen_cli("emit", path, "--out", path.parent / "out")
+    assert r.returncode == 2, r.stderr
+    assert 'order: avx2\'s fastest order is not avx512\'s' in r.stderr and '"standard"' in r.stderr
