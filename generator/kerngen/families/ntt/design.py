@@ -49,7 +49,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     options, failure = [], None
     for kind in kinds:
         if kind == "shoup":
-            ar = Arithmetic(math, layout, Shoup(p.q, p.width, t.isa), HarveyReducer(p.q, p.width, t.isa))
+            ar = Arithmetic(math, layout, Shoup.fastest(p.q, p.width, t.isa), HarveyReducer(p.q, p.width, t.isa))
         else:
             mul = Montgomery(p.q, p.width)
             try:

@@ -217,7 +217,8 @@ class UnsignedMontgomery:
 
     @property
     def native(self) -> bool:
-        return self.isa.has("mullo", self.bits)
+        """Both halves of a product lane-wise (AVX-512's vpmullq alone has no high half to pair with)."""
+        return all(self.isa.has(t.name, self.bits) for t in wide.TEMPLATES)
 
     @cached_property
     def lane_max(self) -> int:
