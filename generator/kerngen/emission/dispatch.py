@@ -1,10 +1,12 @@
 """The dispatch unit of a bundle built for several ISAs (NAME_dispatch.c).
 
 For each function it defines the name without the ISA suffix; the first
-call picks the preferred ISA (AVX2, then scalar, then SSE) whose kernels the CPU can run, from the CPU
-features the required-ISA pass found in those kernels (CPUID) and the
-register state they need the OS to save (XGETBV), and every call goes
-there. The C text is templates/dispatch.j2; this module derives what it
+call picks the preferred ISA (`Isa.preference`: AVX-512, AVX2, then scalar,
+then SSE) whose kernels the CPU can run, from the CPU features the
+required-ISA pass found in those kernels (CPUID) and the register state they
+need the OS to save (XGETBV; on macOS, which enables the AVX-512 state on
+first use, sysctl), and every call goes there: the unit's only branch is
+that choice. The C text is templates/dispatch.j2; this module derives what it
 tests and calls.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.bundle import Bundle, Function
-from ..machine.isa import CPUID, ISAS
+from ..machine.isa import AVX512_STATE, CPUID, ISAS, XCR0_STATES
 
 _REGISTERS = ("eax", "ebx", "ecx", "edx")
 
@@ -26,13 +28,20 @@ class IsaTest:
     bits: tuple[tuple[str, int, int, str], ...]  # (leaf variable, register index, bit, extension)
     xcr0: int  # register state the OS must save
 
-    @property
-    def condition(self) -> str:
-        """The C expression that is true on a CPU and OS that run the ISA's kernels."""
+    def condition(self, prefix: str, lazy_state: int) -> str:
+        """The C expression that is true on a CPU and OS that run the ISA's kernels (the unit's names start
+        with `prefix`; state in `lazy_state` is asked of the OS where XCR0 shows it only after first use)."""
         terms = [f"({var}[{reg}] >> {bit} & 1)" for var, reg, bit, _ in self.bits]
-        if self.xcr0:
+        if self.xcr0 & lazy_state:
+            terms.append(f"{prefix}_os_saves(0x{self.xcr0:x}, xcr0)")
+        elif self.xcr0:
             terms.append(f"(xcr0 & 0x{self.xcr0:x}) == 0x{self.xcr0:x}")
         return " && ".join(terms) or "1"
+
+    @property
+    def state(self) -> str:
+        """The register state the OS must save, as the unit's comment names it ("" for none)."""
+        return next((name for bits, name in XCR0_STATES if self.xcr0 & bits == bits), "")
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,12 @@ class Dispatch:
     leaves: tuple[tuple[str, int, int], ...]  # (variable, leaf, subleaf) the tests read
     entries: tuple[Entry, ...]
     not_dispatched: tuple[str, ...]  # functions some ISA has no kernel for: call their suffixed names
+    lazy_state: int = AVX512_STATE  # XCR0 bits macOS enables only on first use (the unit asks sysctl there)
+
+    @property
+    def asks_os(self) -> bool:
+        """Whether some ISA needs state the OS may enable lazily (the unit then has its OS query)."""
+        return any(t.xcr0 & self.lazy_state for t in self.isas)
 
 
 def _leaf_var(leaf: int, subleaf: int) -> str:

@@ -20,7 +20,7 @@ from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from ..ir.instr import Kernel
 from ..ir.stream import executed
-from ..machine.registers import GENERAL, GPR_NAMES, VECTOR
+from ..machine.registers import GENERAL, GPR_NAMES, MASK, VECTOR
 from .dispatch import dispatch
 from .examples import length_macro
 from .frame import Frame, frame_of, registers_used
@@ -58,20 +58,25 @@ def _loops(kernel: Kernel) -> str:
 
 
 def _clobbers(fn: Function) -> str:
-    """Vector registers used (all of ymm where the encoding zeroes upper
-    halves, as VEX does; of the callee-saved ones only what the ABI lets a
-    callee lose), the caller-saved general registers used, and the flags."""
+    """Vector registers used (all of the widest register where the encoding
+    zeroes upper parts, as VEX and EVEX do; of the callee-saved ones only what
+    the ABI lets a callee lose), opmasks, the caller-saved general registers
+    used, and the flags."""
     k = fn.kernel
-    abi = k.target.abi
+    abi, isa = k.target.abi, k.target.isa
     vec, gpr = registers_used(k, VECTOR), registers_used(k, GENERAL)
     free = [r for r in vec if r not in abi.saved(VECTOR)]
     saved = [r for r in vec if r in abi.saved(VECTOR)]
-    zeroes_upper = k.target.isa.encoding.zeroes_upper
+    zeroes_upper = isa.encoding.zeroes_upper
+    widest = isa.family(VECTOR).prefix(isa.vector_bits) if isa.has_family(VECTOR) else ""
     parts = []
     if free:
-        parts.append(("ymm" if zeroes_upper else "xmm") + _ranges(free))
+        parts.append((widest if zeroes_upper else "xmm") + _ranges(free))
     if saved and zeroes_upper:
-        parts.append("upper halves of ymm" + _ranges(saved))
+        parts.append(f"upper parts of {widest}" + _ranges(saved))
+    masks = registers_used(k, MASK)
+    if masks:
+        parts.append("k" + _ranges(masks))
     parts += [GPR_NAMES[r] for r in gpr if r not in abi.saved(GENERAL)]
     parts.append("flags")
     return ", ".join(parts)

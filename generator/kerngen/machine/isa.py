@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .encoding import EVEX, LEGACY, VEX, Encoding
-from .ops import TABLE, InstructionTable
-from .registers import GENERAL, MASKS, VECTOR, RegisterFamily, general_family, vector_family
+from .ops import BLEND_SCRATCH, TABLE, InstructionTable
+from .registers import GENERAL, GPR_NAMES, MASK, MASKS, VECTOR, RegisterFamily, general_family, vector_family
 
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
@@ -101,9 +101,14 @@ class Isa:
 
 # AVX-512 F, BW, DQ and VL on zmm registers, 32 of them, and opmasks; a kernel using a further extension (IFMA,
 # VPCLMULQDQ on zmm) requires it (the required-ISA pass finds it, the dispatch unit checks it). Preferred over
-# AVX2 wherever it runs
-AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4", (vector_family(32, EVEX.widths), general_family(), MASKS),
-             preference=-1, written_bits=512)
+# AVX2 wherever it runs. Blends by an immediate go through a general register and an opmask it keeps from
+# allocation (`ops.BLEND_SCRATCH`); legalisation rewrites the VEX rows EVEX lacks (blends) into EVEX ones
+_SCRATCH_GPR, _SCRATCH_MASK = BLEND_SCRATCH
+AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4",
+             (vector_family(32, EVEX.widths), general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),)),
+              RegisterFamily(MASK, MASKS.count, names=MASKS.names,
+                             unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))),
+             legalisation="rewrite", preference=-1, written_bits=512)
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
@@ -138,8 +143,13 @@ class CpuidBit:
 
 
 _YMM_STATE = 0x6  # XCR0 bits 1 and 2: the OS saves xmm and the ymm upper halves
-# and bits 5, 6 and 7: the opmasks, the zmm upper halves of registers 0-15, and registers 16-31
-_ZMM_STATE = _YMM_STATE | 0xE0
+# bits 5, 6 and 7: the opmasks, the zmm upper halves of registers 0-15, and registers 16-31. macOS turns them
+# on for a thread at its first AVX-512 instruction, so XCR0 does not show them before: there the dispatch unit
+# asks the OS (sysctl hw.optional.avx512f) instead
+AVX512_STATE = 0xE0
+_ZMM_STATE = _YMM_STATE | AVX512_STATE
+# what the register state in XCR0 is called in messages and the dispatch unit's comments, widest first
+XCR0_STATES = ((_ZMM_STATE, "zmm and opmask"), (_YMM_STATE, "ymm"))
 
 CPUID: dict[str, CpuidBit] = {
     "SSE2": CpuidBit(1, 0, "edx", 26),

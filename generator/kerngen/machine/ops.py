@@ -427,6 +427,10 @@ class Op:
                 return f
         raise KeyError(f"{self.name} has no {encoding.name} form on {bits}-bit registers")
 
+    def form_exists(self, encoding: Encoding, bits: int) -> bool:
+        """Whether this row has a form in `encoding` on `bits`-bit registers."""
+        return any(f.exists(encoding, bits) for f in self.forms)
+
     def encoded_in(self, encoding: Encoding) -> bool:
         """Whether some form of this row is of `encoding`."""
         return any(f.encoding == encoding for f in self.forms)
@@ -733,6 +737,20 @@ def _shuffle128x2(n, srcs, imm, u):
     width = n.bit_length() - 1
     return tuple((2 * k // n, imm >> (width * k) & (n - 1)) for k in range(n))
 
+
+def _blend_by_bits(n, srcs, imm, u):
+    """A unit of the second source where its immediate bit is set, one bit per unit of the register."""
+    return tuple((1, k) if imm >> k & 1 else (0, k) for k in range(n))
+
+
+# EVEX has no blend by an immediate: the immediate goes through a general register into an opmask, which
+# selects the second source's units (vpblendm). The ISA reserves both registers: `BLEND_SCRATCH`.
+BLEND_SCRATCH = ("r11", "k1")
+for _w, _s in ((16, "w"), (32, "d")):
+    _row(f"vpblendm{_s}_imm", _VEX3I, "shuffle", _evex(f"vpblendm{_s}", *(("AVX512BW",) if _w == 16 else ())),
+         elem=_w, generic="blend", move=Move(_w, _blend_by_bits),
+         lines=(f"mov {BLEND_SCRATCH[0]}d, {{3}}", f"kmovd {BLEND_SCRATCH[1]}, {BLEND_SCRATCH[0]}d",
+                f"vpblendm{_s} {{0}}{{{{{BLEND_SCRATCH[1]}}}}}, {{1}}, {{2}}"))
 
 _row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", widths=(256, 512)), elem=128,
      generic="permute_halves", move=Move(128, _shuffle128x2))

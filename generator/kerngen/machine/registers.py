@@ -34,11 +34,13 @@ class RegisterFamily:
     clean_bits: int | None = None
 
     def spell(self, number: int, bits: int) -> str:
-        if self.names:
-            return self.names[number]
+        return self.names[number] if self.names else f"{self.prefix(bits)}{number}"
+
+    def prefix(self, bits: int) -> str:
+        """The name of the numbered registers at `bits` bits (xmm, ymm, zmm)."""
         for width, prefix in self.prefixes:
             if width == bits:
-                return f"{prefix}{number}"
+                return prefix
         raise ValueError(f"{self.name} registers have no {bits}-bit form")
 
     def dirties_upper(self, bits: int) -> bool:

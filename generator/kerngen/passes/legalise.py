@@ -3,7 +3,10 @@
 Builders write every instruction in its three-operand VEX form, on vectors
 of the Target's width. How that becomes legal is the ISA's `legalisation`,
 the name of one of the strategies below (`STRATEGIES`). "none": a VEX
-target encodes it as written. "split", for a target whose registers are
+target encodes it as written. "rewrite", for an EVEX target (AVX-512),
+whose registers are as wide as the vectors written: only step 2 below, for
+the rows EVEX lacks (a blend by an immediate becomes the EVEX blend under an
+opmask, its immediate a bit per unit). "split", for a target whose registers are
 narrower (SSE, legacy encoding), three steps:
 
 1. Split: a 256-bit value becomes a pair of 128-bit ones, and every
@@ -37,7 +40,7 @@ from ..errors import CheckError
 from ..ir.instr import Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
 from ..ir.lanes import move_lanes
 from ..machine.encoding import Encoding
-from ..machine.ops import by_width, spec
+from ..machine.ops import TABLE, by_width, spec
 from ..machine.target import Target
 from .schedule import stores_first_depth
 
@@ -57,6 +60,11 @@ def _split_into_registers(body: list[Instr], target: Target, builder: Builder) -
     for ins in _split(body, builder, wide, half):
         expanded += _rewrite(ins, builder, half, encoding)
     return _tie(expanded, encoding)
+
+
+def _rewritten(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
+    """Registers as wide as the vectors written: only the rows without a form in the encoding rewritten."""
+    return [out for ins in body for out in _rewrite(ins, builder, target.vector_bits, target.isa.encoding)]
 
 
 def _lanes_onto_gprs(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
@@ -191,6 +199,12 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list
     s = spec(ins.op)
     if s.gpr_only or any(f.exists(encoding, half_bits) for f in s.forms):
         return [ins]
+    if s.generic == "blend":
+        own = _blend_here(s.elem, encoding, half_bits)
+        if own is not None:  # a blend of the encoding whose immediate has a bit per unit of the register
+            units, imm = half_bits // s.elem, ins.operands[3].value
+            bits = sum(1 << k for k in range(units) if imm >> (k % 8) & 1)  # the VEX immediate repeats every 8
+            return [Instr(own, ins.operands[:3] + (Imm(bits),), ins.comment, ins.idiom)]
     if ins.op == by_width("blend", 32):  # each dword selector bit becomes two word selector bits
         imm = ins.operands[3].value
         words = sum(3 << (2 * k) for k in range(4) if imm >> k & 1)
@@ -206,6 +220,11 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list
         return [Instr("load", (zero, Mem(table, 0, half_bits // 8)), ins.comment),
                 Instr("pinsrw", (ins.operands[0], zero, ins.operands[1], Imm(0)))]
     raise CheckError(f"{ins.op} has no {encoding.name} encoding and no {encoding.name} rewrite")
+
+
+def _blend_here(elem: int, encoding: Encoding, bits: int) -> str | None:
+    """The row blending `elem`-bit units on `bits`-bit registers in `encoding`, if any."""
+    return next((name for name in TABLE.doing("blend", elem) if TABLE.ops[name].form_exists(encoding, bits)), None)
 
 
 def _tie(body: list[Instr], encoding: Encoding) -> list[Instr]:
@@ -249,4 +268,5 @@ def _tie(body: list[Instr], encoding: Encoding) -> list[Instr]:
 
 
 # by the name an ISA gives (`Isa.legalisation`)
-STRATEGIES = {"none": _as_written, "split": _split_into_registers, "onto_gprs": _lanes_onto_gprs}
+STRATEGIES = {"none": _as_written, "rewrite": _rewritten, "split": _split_into_registers,
+              "onto_gprs": _lanes_onto_gprs}

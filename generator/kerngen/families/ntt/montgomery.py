@@ -217,8 +217,9 @@ class UnsignedMontgomery:
 
     @property
     def native(self) -> bool:
-        """Both halves of a product lane-wise (AVX-512's vpmullq alone has no high half to pair with)."""
-        return all(self.isa.has(t.name, self.bits) for t in wide.TEMPLATES)
+        """Both halves of a 64-bit product one instruction each (general registers: AVX-512's vpmullq gives
+        the low half alone, so its lanes keep the templates)."""
+        return self.isa.has("mullo", self.bits) and self.isa.has("mulhu", self.bits)
 
     @cached_property
     def lane_max(self) -> int:

@@ -97,8 +97,10 @@ class Shoup:
 
     @property
     def wide(self) -> bool:
-        """Products assembled from 32-bit pieces (`passes.wide`): no lane-wise multiplication at this width."""
-        return not self.ifma and not all(self.isa.has(t.name, self.bits) for t in wide.TEMPLATES)
+        """Products assembled from 32-bit pieces (`passes.wide`): neither a lane-wise unsigned high half at
+        this width nor a widening product of half-width lanes to take it from (64 bits)."""
+        return not self.ifma and not (self.isa.has("mullo", self.bits) and
+                                      (self.isa.has("mulhu", self.bits) or self.isa.has("mul32", 2 * self.bits)))
 
     @property
     def even_odd(self) -> bool:
