@@ -13,6 +13,7 @@ from kerngen.commands.test import test_params as run_kerngen_test
 from kerngen.errors import VerifyError
 from kerngen.families import from_mapping
 from kerngen.families.ntt.build import build
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.shoup import Shoup
 from kerngen.harness.cpu import cpu_flags
 from kerngen.machine.isa import AVX2, AVX512
@@ -60,11 +61,13 @@ def test_the_steps_compute_shoups_product():
     assert _run(ifma.SHOUP52, 4 * Q50 - 1, Q50 - 1, Q50) < 2 * Q50
 
 
-def test_the_product_is_chosen_where_the_isa_has_it_and_q_fits():
-    assert Shoup.fastest(Q50, 64, AVX512).ifma
-    assert not Shoup.fastest(Q62, 64, AVX512).ifma  # 4q beyond 2^52
-    assert not Shoup.fastest(Q50, 64, AVX2).ifma  # no multiply-adds
-    assert Shoup.fastest(Q50, 64, AVX512).constant(3).wp == (3 << 52) // Q50
+def test_the_product_is_a_candidate_where_the_isa_has_it_and_q_fits_and_the_cost_model_takes_it():
+    assert [m.ifma for m in Shoup.candidates(Q50, 64, AVX512)] == [False, True]
+    assert [m.ifma for m in Shoup.candidates(Q62, 64, AVX512)] == [False]  # 4q beyond 2^52
+    assert [m.ifma for m in Shoup.candidates(Q50, 64, AVX2)] == [False]  # no multiply-adds
+    assert Shoup.candidates(Q50, 64, AVX512)[1].constant(3).wp == (3 << 52) // Q50
+    p = _params(16, Q50, isa=["avx512"])
+    assert design(p).mul.ifma and not design(_params(16, Q62, isa=["avx512"])).mul.ifma
 
 
 @pytest.fixture(scope="module")

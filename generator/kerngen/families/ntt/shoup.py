@@ -57,7 +57,7 @@ class Shoup:
     q: int
     bits: int  # lane width W
     isa: Isa = AVX2  # what multiplies lanes of this width
-    # W in w' = floor(w*2^W/q): the lane width (None), or the 52 bits of multiply-adds (`fastest`)
+    # W in w' = floor(w*2^W/q): the lane width (None), or the 52 bits of multiply-adds (`candidates`)
     product_bits: int | None = None
 
     name = "shoup"
@@ -74,13 +74,14 @@ class Shoup:
         return ifma.MASK if self.ifma else lane_range(self.bits, signed=False)[1]
 
     @classmethod
-    def fastest(cls, q: int, bits: int, isa: Isa) -> Shoup:
-        """The NTTs' product: from 52-bit multiply-adds where the ISA has them
-        on 64-bit lanes and Harvey's lazy values stay below 2^52 (4q < 2^52),
-        else on the lane width. Any lane value is then below 2^52, so kernels
-        taking any 64-bit value (the standalone ones) use the plain product."""
+    def candidates(cls, q: int, bits: int, isa: Isa) -> tuple[Shoup, ...]:
+        """The products `isa` has for q: on the lane width, and from 52-bit
+        multiply-adds where it has them on 64-bit lanes and Harvey's lazy
+        values stay below 2^52 (4q < 2^52); the cost model chooses. Those
+        keep every lane value below 2^52, so kernels taking any 64-bit
+        value (the standalone ones) use the product on the lane width."""
         fits = bits == wide.BITS and 4 * q <= ifma.MASK and all(isa.has(op, bits) for op in ifma.OPERATIONS)
-        return cls(q, bits, isa, ifma.BITS if fits else None)
+        return (cls(q, bits, isa), *((cls(q, bits, isa, ifma.BITS),) if fits else ()))
 
     @property
     def shoup_bits(self) -> int:
