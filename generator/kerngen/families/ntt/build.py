@@ -49,14 +49,19 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
     scale_last: dict[str, bool] = {}  # the first ISA's choice of where the inverse scales, kept by the others
-    designs = [(t, design(p, t)) for t in p.targets]
-    for t, own in designs:
+    designs = []
+    for t in p.targets:
+        own = design(p, t)
         if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
             raise ParamError(p.source, "order", f"{t.isa.name}'s fastest order is not {p.target.isa.name}'s "
                              "(vectors of other widths): a bundle of both takes order = \"standard\" or \"natural\"")
-    for t, own in designs:
-        fns += _kernels(p, t, isa_design(p, t, own), lay, scale_last, cache)
-    fns = _weakest_ensures(fns)
+        designs.append((t, isa_design(p, t, own)))
+    forwards = [_forward(p, t, d, lay, scale_last, cache) for t, d in designs]
+    # every ISA's base multiplication takes what any ISA's forward NTT leaves (one contract per function)
+    forward_out = _hull(fc.contract.arg("a").ensures.bound for _, fc in forwards)
+    for (t, d), forward in zip(designs, forwards, strict=True):
+        fns += _kernels(p, t, d, lay, forward, forward_out, scale_last, cache)
+    fns = _common_contracts(fns)
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
@@ -72,21 +77,6 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
-
-
-def _weakest_ensures(fns: list[Function]) -> list[Function]:
-    """Every ISA's kernel of a function with the union of their proven output bounds: the dispatch unit
-    gives one contract whichever it calls (vectors of another width reduce at other points, so an ISA may
-    prove a tighter bound, which implies the union)."""
-    bounds: dict[tuple[str, int], Bound] = {}
-    for fn in fns:
-        for i, a in enumerate(fn.contract.args):
-            if a.ensures is not None and a.ensures.bound is not None:
-                key, b = (fn.symbol.removesuffix("_" + fn.isa), i), a.ensures.bound
-                have = bounds.get(key, b)
-                bounds[key] = Bound(min(have.lo, b.lo), max(have.hi, b.hi))
-    return [dataclasses.replace(fn, contract=fn.contract.proven(
-        {i: b for (base, i), b in bounds.items() if base == fn.symbol.removesuffix("_" + fn.isa)})) for fn in fns]
 
 
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,
@@ -111,20 +101,48 @@ def build_verify_accept(output: str | int, q: int, make: Callable[[Reducer | Non
     raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {asked} output (proven {out})")
 
 
-def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, scale_last: dict[str, bool],
-             cache: CompileCache) -> list[Function]:
-    """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA; `scale_last`
-    holds, per direction, whether the first ISA built scales on the last layer (every ISA's kernel
-    must have the same contract, and the shorter choice could differ between ISAs)."""
-    math, mul, signed = d.ar.math, d.ar.mul, d.ar.mul.signed
-    forward, fc = _ntt(p, t, d, "forward", forward_contract(p, t, math.d, lay, forward_input(p.q, signed), signed),
-                       f"forward negacyclic NTT of a[{p.n}] in place ({p.layers} layers, blocks of degree {math.d})",
-                       scale_last, cache, fits=d.basemul_takes_as_it_is)
+def _forward(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, scale_last: dict[str, bool],
+             cache: CompileCache) -> tuple[Function, Compiled]:
+    math, signed = d.ar.math, d.ar.mul.signed
+    return _ntt(p, t, d, "forward", forward_contract(p, t, math.d, lay, forward_input(p.q, signed), signed),
+                f"forward negacyclic NTT of a[{p.n}] in place ({p.layers} layers, blocks of degree {math.d})",
+                scale_last, cache, fits=d.basemul_takes_as_it_is)
+
+
+def _hull(bounds) -> Bound:
+    bounds = list(bounds)
+    return Bound(min(b.lo for b in bounds), max(b.hi for b in bounds))
+
+
+def _common_contracts(fns: list[Function]) -> list[Function]:
+    """Each function's ISA variants with one contract (the dispatch unit calls
+    any of them): every `ensures` bound widened to the widest any variant
+    proves, which holds for each (ISAs whose products differ, such as 52-bit
+    multiply-adds and 64-bit products from pieces, prove different bounds)."""
+    variants: dict[str, list[Function]] = {}
+    for fn in fns:
+        variants.setdefault(fn.symbol.removesuffix("_" + fn.isa), []).append(fn)
+
+    def common(fn: Function) -> Function:
+        others = variants[fn.symbol.removesuffix("_" + fn.isa)]
+        widest = {i: _hull(o.contract.args[i].ensures.bound for o in others)
+                  for i, a in enumerate(fn.contract.args) if a.ensures is not None and a.ensures.bound is not None}
+        return dataclasses.replace(fn, contract=fn.contract.proven(widest))
+    return [common(fn) for fn in fns]
+
+
+def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward: tuple[Function, Compiled],
+             forward_out: Bound, scale_last: dict[str, bool], cache: CompileCache) -> list[Function]:
+    """Base multiplication (of the forward NTTs' output, `forward_out`), inverse NTT, reductions and freeze
+    for one ISA, after its `forward` NTT; `scale_last` holds, per direction, whether the first ISA built
+    scales on the last layer (every ISA's kernel must have the same contract, and the shorter choice could
+    differ between ISAs)."""
+    mul, signed = d.ar.mul, d.ar.mul.signed
     inverse_in = inverse_input(p.width, p.q, signed)
-    basemuls = _basemuls(p, t, d, lay, fc.contract.arg("a").ensures.bound, inverse_in, cache)
+    basemuls = _basemuls(p, t, d, lay, forward_out, inverse_in, cache)
     inverse, _ = _ntt(p, t, d, "inverse", inverse_contract(p, t, inverse_in, mul.r, signed),
                       f"inverse negacyclic NTT of a[{p.n}] in place, natural order out", scale_last, cache)
-    return [forward, *basemuls, inverse, *_reductions(p, t, d, cache),
+    return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache),
             *_shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)]
 
 

@@ -45,20 +45,22 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     except ValueError as e:
         raise ParamError(p.source, "order", f"{toml_value(p.order)} is out of reach on {t.isa.name}: {e}; choose "
                                             "another order or leave that ISA out") from None
-    kinds = strategies(p)
+    # Shoup's products: on the lane width, and from 52-bit multiply-adds where the ISA and q allow them
+    muls = [mul for kind in strategies(p) for mul in
+            (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else (Montgomery(p.q, p.width),))]
     options, failure = [], None
-    for kind in kinds:
+    for mul in muls:
+        kind = mul.name
         if kind == "shoup":
-            ar = Arithmetic(math, layout, Shoup(p.q, p.width, t.isa), HarveyReducer(p.q, p.width, t.isa))
+            ar = Arithmetic(math, layout, mul, HarveyReducer(p.q, p.width, t.isa))
         else:
-            mul = Montgomery(p.q, p.width)
             try:
                 ar = Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
             except ParamError as e:
                 failure = e
                 continue
         try:
-            options.append((strategy_cost(ar, p) if len(kinds) > 1 else 0, kind != "montgomery", ar))
+            options.append((strategy_cost(ar, p) if len(muls) > 1 else 0, kind != "montgomery", ar))
         except ScheduleError as e:
             failure = failure or ParamError(p.source, "q", f"q = {p.q} is too large for n = {p.n} with {kind} "
                                                            f"multiplication: {e}")

@@ -13,7 +13,10 @@ the odd w' stored moved down, the odd high halves blended over the even ones;
 64-bit vector lanes have no multiplication at all and assemble each product
 from 32-bit pieces (`passes.wide`), w and w' stored with their high halves,
 while lanes on general registers (the scalar ISA) take Q from `mulx` and the
-low halves from `imul`, as 16-bit lanes do from their instructions.
+low halves from `imul`, as 16-bit lanes do from their instructions. Where
+the ISA has 52-bit multiply-adds (IFMA) and 4q < 2^52, 64-bit lanes keep
+every value below 2^52 and take the product from them (`passes.ifma`),
+w' = floor(w*2^52/q).
 
 Values stay unsigned and lazily reduced (Harvey): the forward butterfly
 gives (x + t, x + c - t) for t = w*y reduced as above and c the multiple of q
@@ -30,10 +33,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...machine.ops import by_width, lane_range
-from ...passes import wide
+from ...machine.ops import by_width, lane_range, spec
+from ...passes import ifma, wide
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.idioms.shoup import SHOUP
+from ...passes.idioms.shoup52 import SHOUP52
 from ...machine.isa import AVX2, Isa
 from .montgomery import ODD_LANES, broadcast_operands, odd_down
 from .reducers import broadcast_const, emit_idiom
@@ -53,6 +57,8 @@ class Shoup:
     q: int
     bits: int  # lane width W
     isa: Isa = AVX2  # what multiplies lanes of this width
+    # W in w' = floor(w*2^W/q): the lane width (None), or the 52 bits of multiply-adds (`candidates`)
+    product_bits: int | None = None
 
     name = "shoup"
     signed = False  # lanes hold unsigned values
@@ -64,23 +70,43 @@ class Shoup:
 
     @cached_property
     def lane_max(self) -> int:
-        return lane_range(self.bits, signed=False)[1]
+        """The largest lane value: below 2^52 where products are 52-bit multiply-adds (they read 52 bits)."""
+        return ifma.MASK if self.ifma else lane_range(self.bits, signed=False)[1]
+
+    @classmethod
+    def candidates(cls, q: int, bits: int, isa: Isa) -> tuple[Shoup, ...]:
+        """The products `isa` has for q: on the lane width, and from 52-bit
+        multiply-adds where it has them on 64-bit lanes and Harvey's lazy
+        values stay below 2^52 (4q < 2^52); the cost model chooses. Those
+        keep every lane value below 2^52, so kernels taking any 64-bit
+        value (the standalone ones) use the product on the lane width."""
+        fits = bits == wide.BITS and 4 * q <= ifma.MASK and all(isa.has(op, bits) for op in ifma.OPERATIONS)
+        return (cls(q, bits, isa), *((cls(q, bits, isa, ifma.BITS),) if fits else ()))
+
+    @property
+    def shoup_bits(self) -> int:
+        return self.product_bits or self.bits
+
+    @property
+    def ifma(self) -> bool:
+        """Products from 52-bit multiply-adds (`passes.ifma`)."""
+        return self.shoup_bits == ifma.BITS
 
     def constant(self, c: int) -> ShoupConstant:
         w = c % self.q
-        return ShoupConstant(w, w, (w << self.bits) // self.q)
+        return ShoupConstant(w, w, (w << self.shoup_bits) // self.q)
 
     @property
     def wide(self) -> bool:
         """Products assembled from 32-bit pieces (`passes.wide`): neither a lane-wise unsigned high half at
         this width nor a widening product of half-width lanes to take it from (64 bits)."""
-        return not (self.isa.has("mullo", self.bits) and
-                    (self.isa.has("mulhu", self.bits) or self.isa.has("mul32", 2 * self.bits)))
+        return not self.ifma and not (self.isa.has("mullo", self.bits) and
+                                      (self.isa.has("mulhu", self.bits) or self.isa.has("mul32", 2 * self.bits)))
 
     @property
     def even_odd(self) -> bool:
         """High halves from products of even lanes only (no lane-wise unsigned high half at this width)."""
-        return not self.wide and not self.isa.has("mulhu", self.bits)
+        return not self.wide and not self.ifma and not self.isa.has("mulhu", self.bits)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
         """The memory operands `multiply` takes for constants `values` (one per
@@ -107,6 +133,8 @@ class Shoup:
 
         if self.wide:
             return self._multiply_wide(b, group, x, factor, q, comment)
+        if self.ifma:
+            return self._multiply_ifma(b, group, x, factor, comment)
         mullo = by_width("mullo", self.bits)
         if not self.even_odd:
             w, wp = factor
@@ -129,6 +157,24 @@ class Shoup:
         quotient = p.emit(wide.HIGH, x, wp, wp_hi, comment)
         xw = p.emit(wide.LOW, x, w, w_hi)
         return p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.high_half(self.q)))
+
+    def _multiply_ifma(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], comment: str) -> VReg:
+        """The same product from 52-bit multiply-adds (`ifma.SHOUP52`), each
+        accumulating into a register loaded with zeros before the group."""
+        const = lambda v: broadcast_const(b, v, self.bits)  # noqa: E731
+        w, wp = factor
+        env = {"x": x, "w": w, "wp": wp, "negq": const((1 << ifma.BITS) - self.q), "mask": const(ifma.MASK)}
+        zeros = [b.op("load", const(0)) for step in ifma.SHOUP52 if step[2] == "zero"]
+        last = len(ifma.SHOUP52) - 1
+        for i, (op, dst, acc, *sources) in enumerate(ifma.SHOUP52):
+            tag = IdiomTag(group, SHOUP52, "start" if i == 0 else "end" if i == last else "body", 1)
+            name, operands = by_width(op, self.bits), [env[v] for v in sources]
+            if "r" in spec(name).slots[0].access:  # accumulates into its destination
+                env[dst] = zeros.pop(0) if acc == "zero" else env[acc]
+                b.emit(name, env[dst], *operands, comment=comment if i == 0 else "", idiom=tag)
+            else:
+                env[dst] = b.op(name, env[acc], *operands, idiom=tag)
+        return env[ifma.SHOUP52[-1][1]]
 
     def bound(self, x_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
@@ -168,7 +214,7 @@ class Shoup:
         return total, diff
 
     def prove(self) -> ShoupLemma:
-        return prove_shoup(self.q, self.bits)
+        return prove_shoup(self.q, self.shoup_bits)
 
 
 def conditional_subtraction(q: int, c: int, bits: int, isa: Isa = AVX2) -> ScalarIdiom:

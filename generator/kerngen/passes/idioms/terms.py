@@ -1,6 +1,7 @@
 """The product-term algebra of the product checks: a lane of a product's
 result written as a term over lanes of values made outside the product
-("leaf"), followed back through element-wise instructions, widening products
+("leaf"), followed back through element-wise instructions (of any number of
+sources: an accumulating multiply-add's accumulator first), widening products
 and lane moves; on 64-bit lanes one term for every lane, matched against the
 templates of products assembled from 32-bit pieces (`wide.recognise`)."""
 
@@ -115,10 +116,9 @@ def _made_term(mc: MachineView, v: Value, lane: int | None, inside: set[int], ba
         return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad, seen),
                 _lane_term(mc, b, first, inside, bad, seen))
     if elementwise:
-        a = _lane_term(mc, d.sources[0], lane, inside, bad, seen)
         if d.imm is not None:  # a shift by a count
-            return (d.generic, a, ("imm", d.imm))
-        return (d.generic, a, _lane_term(mc, d.sources[1], lane, inside, bad, seen))
+            return (d.generic, _lane_term(mc, d.sources[0], lane, inside, bad, seen), ("imm", d.imm))
+        return (d.generic, *(_lane_term(mc, src, lane, inside, bad, seen) for src in d.sources))
     moved = moved_from(mc, d, v, lane)
     if moved is not None:
         return _lane_term(mc, *moved, inside, bad, seen)
@@ -152,4 +152,4 @@ def show(term: tuple) -> str:
         return f"v{term[1].vid}[{term[2]}]"
     if term[0] == "imm":
         return str(term[1])
-    return f"{term[0]}({show(term[1])}, {show(term[2])})"
+    return f"{term[0]}({', '.join(show(t) for t in term[1:])})"
