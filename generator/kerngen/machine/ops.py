@@ -477,6 +477,11 @@ def _gpr(mnemonic: str, *extensions: str, encoding: Encoding = LEGACY) -> tuple[
 
 
 _MOVE = dict(avx256="AVX")
+
+
+def _evex_elementwise(mnemonic: str, elem: int) -> tuple[Form, ...]:
+    """The EVEX forms of an element-wise operation (on 16-bit elements they need AVX512BW)."""
+    return _evex(mnemonic, *(("AVX512BW",) if elem == 16 else ()))
 _YMM = (256,)  # whole 128-bit halves moved: no xmm form
 _XMM = (128,)  # a part of an xmm register: no ymm form
 
@@ -491,7 +496,8 @@ _ROWS: list[Op] = []
 
 
 _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd",
-             "vpbroadcastq", "vpbroadcastq_x"}  # vector forms that move data between the 128-bit halves
+             "vpbroadcastq", "vpbroadcastq_x", "vbroadcasti64x4", "vextracti64x4",
+             "valignq"}  # vector forms that move data between the 128-bit halves
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
@@ -521,9 +527,11 @@ def _masked_row(name: str, masking: str) -> None:
 # instruction's one form, () none (lanes lowered onto general registers); further forms (EVEX) join the tuple.
 
 # moves between registers and memory (sizes: the memory operand's)
-_row("load", "w:v,r:m", "load", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load", "w:v,r:m", "load", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE) + _evex("vmovdqu64"),
+     move=IDENTITY)
 _row("load_aligned", "w:v,r:m", "load", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("store", "w:m,r:v", "store", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store", "w:m,r:v", "store", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE) + _evex("vmovdqu64"),
+     move=IDENTITY)
 _row("store_aligned", "w:m,r:v", "store", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
 _row("copy", "w:v,r:v", "move", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
 _row("load64", "w:v,r:m", "load", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
@@ -571,10 +579,12 @@ _row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX"), elem
      commutative=True)
 _row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
      commutative=True)
-_row("vpand", _VEX3, "alu", _forms("vpand", "pand", "SSE2", "AVX"), generic="and", arith=AND, commutative=True)
+_row("vpand", _VEX3, "alu", _forms("vpand", "pand", "SSE2", "AVX") + _evex("vpandq"), generic="and", arith=AND,
+     commutative=True)
 _row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX"), generic="andn", arith=ANDN)
 _row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX"), generic="or", arith=OR, commutative=True)
-_row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
+_row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX") + _evex("vpxorq"), generic="xor", arith=XOR,
+     commutative=True)
 _row("vpcmpgtq", _VEX3, "alu", _forms("vpcmpgtq", "pcmpgtq", "SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
 # 64-bit lanes have no multiplication and no unsigned minimum below AVX-512: these rows have no vector
@@ -607,21 +617,26 @@ for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
     if _w != 64:
         _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX"), elem=_w, generic="sra",
              arith=SRA)
-    _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX"), elem=_w, generic="srl",
+    _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX") + _evex_elementwise(f"vpsrl{_s}", _w),
+         elem=_w, generic="srl",
          arith=SRL, move=Move(8, _element_shift(_w, left=False)))
-    _row(f"vpsll{_s}", _SHIFT, "alu", _forms(f"vpsll{_s}", f"psll{_s}", "SSE2", "AVX"), elem=_w, generic="sll",
+    _row(f"vpsll{_s}", _SHIFT, "alu", _forms(f"vpsll{_s}", f"psll{_s}", "SSE2", "AVX") + _evex_elementwise(f"vpsll{_s}", _w),
+         elem=_w, generic="sll",
          arith=SLL, move=Move(8, _element_shift(_w, left=True)))
 
 # shuffles
-_row("vpsrldq", _SHIFT, "shuffle", _forms("vpsrldq", "psrldq", "SSE2", "AVX"), move=Move(8, _byteshift(False)))
-_row("vpslldq", _SHIFT, "shuffle", _forms("vpslldq", "pslldq", "SSE2", "AVX"), move=Move(8, _byteshift(True)))
+_row("vpsrldq", _SHIFT, "shuffle", _forms("vpsrldq", "psrldq", "SSE2", "AVX") + _evex("vpsrldq", "AVX512BW"),
+     move=Move(8, _byteshift(False)))
+_row("vpslldq", _SHIFT, "shuffle", _forms("vpslldq", "pslldq", "SSE2", "AVX") + _evex("vpslldq", "AVX512BW"),
+     move=Move(8, _byteshift(True)))
 _row("vpblendw", _VEX3I, "shuffle", _forms("vpblendw", "pblendw", "SSE4.1", "AVX"), elem=16, generic="blend",
      move=Move(16, _blend))
 _row("vpblendd", _VEX3I, "shuffle", _vex("vpblendd", "AVX2"), elem=32, generic="blend",
      move=Move(32, _blend))
 _row("vperm2i128", _VEX3I, "shuffle", _vex("vperm2i128", "AVX2", widths=_YMM), elem=128,
      generic="permute_halves", move=Move(128, _perm2x128))
-_row("vpermq", "w:v,r:vm,r:i", "shuffle", _vex("vpermq", "AVX2", widths=_YMM), elem=64,
+_row("vpermq", "w:v,r:vm,r:i", "shuffle", _vex("vpermq", "AVX2", widths=_YMM) + _evex("vpermq", widths=(256, 512)),
+     elem=64,
      move=Move(64, _permq))
 _row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "AVX"), elem=32,
      move=Move(32, _pshufd))
@@ -643,7 +658,8 @@ _row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM
 _row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM),
      move=Move(128, _insert128))
 _row("vpclmulqdq", _VEX3I, "clmul",
-     _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"))
+     _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX")
+     + _evex("vpclmulqdq", "VPCLMULQDQ"))
 
 # general-purpose registers, and moves between them and vectors
 _row("mov", "w:g,r:gm", "move", _gpr("mov"))
@@ -701,6 +717,21 @@ def _shuffle128x2(n, srcs, imm, u):
 
 _row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", widths=(256, 512)), elem=128,
      generic="permute_halves", move=Move(128, _shuffle128x2))
+
+
+def _align64(n, srcs, imm, u):
+    """64-bit units imm.. of (first source : second source), the second the lower (valignq)."""
+    out = []
+    for k in range(n):
+        j = k + imm % n
+        out.append((1, j) if j < srcs[1] else (0, j - srcs[1]) if j - srcs[1] < srcs[0] else None)
+    return tuple(out)
+
+
+# the low 256 bits of memory in both halves of a zmm register, and one 256-bit half out of one
+_row("vbroadcasti64x4", "w:v,r:m", "load", _evex("vbroadcasti64x4", widths=(512,)), move=Move(256, _broadcast))
+_row("vextracti64x4", _SHIFT, "shuffle", _evex("vextracti64x4", widths=(512,)), move=Move(256, _extract128))
+_row("valignq", _VEX3I, "shuffle", _evex("valignq"), elem=64, move=Move(64, _align64))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
 
