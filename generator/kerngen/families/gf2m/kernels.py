@@ -20,6 +20,7 @@ from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
+from . import zmm
 
 
 class Field:
@@ -32,6 +33,8 @@ class Field:
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
         self.wide = target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
+        # 512-bit registers: multiplication and squaring on one element in one register
+        self.whole = target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan)
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))
@@ -69,17 +72,25 @@ class Field:
     # -- kernel bodies
 
     def k_mul(self, v):
+        if self.whole:
+            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b), self.n)
 
     def k_sqr(self, v):
+        if self.whole:
+            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
+        if self.whole:
+            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
+        if self.whole:
+            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 
     def k_freeze(self, v):
