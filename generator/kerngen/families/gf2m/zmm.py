@@ -18,7 +18,7 @@ pairs (`reduce.freeze_pairs`).
 from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
-from .plan import FieldPlan, folds
+from .plan import FieldPlan
 
 BITS = 512
 LIMBS = BITS // 64
@@ -118,64 +118,71 @@ def square(z: Zmm, a: VReg) -> VReg:
     return z.clmul(spread, spread, 0x00)
 
 
-def _fold(z: Zmm, plan: FieldPlan, c: VReg, zero: VReg) -> VReg:
-    """c mod (x^(64 n) + x^s g) by one fold: the limbs from n up, times x^s g."""
-    n = plan.limbs
-    assert plan.slack == 0, "folds at a limb boundary (the lazy plan)"
-    high = z.and_(c, z.limb_mask(n, LIMBS))
-    moved: dict[int, VReg] = {}  # limb offset d -> the high limbs starting at limb d
+def shift_terms(plan: FieldPlan, bound: int) -> tuple[tuple[int, int], ...]:
+    """c mod f for c of degree <= bound as c + sum of (c & bits >= b) >> t
+    over the returned (b, t), then cut below x^m.
 
-    def at(d: int) -> VReg:
-        if d not in moved:
-            moved[d] = z.down(high, zero, n - d)
-        return moved[d]
+    One fold adds H g, H = (c & bits >= m) >> m: for each term x^e of
+    g = f - x^m, H x^e = (c & bits >= m) >> (m - e) exactly, since the bits
+    it drops are zero. A term (b, t) of degree bound - t >= m folds the same
+    way: its bits from x^m up are (c & bits >= max(b, m + t)) >> t, and they
+    add (b', t + m - e) for each e. Terms met twice cancel.
+    """
+    out: dict[tuple[int, int], int] = {}
+    todo = [(plan.m, plan.m - e) for e in plan.poly[1:]]
+    while todo:
+        b, t = todo.pop()
+        out[b, t] = out.get((b, t), 0) ^ 1
+        if bound - t >= plan.m:
+            todo += [(max(b, plan.m + t), t + plan.m - e) for e in plan.poly[1:]]
+    return tuple(sorted(k for k, odd in out.items() if odd))
 
-    terms = [z.xor(c, high)]
-    for e in plan.poly[1:]:
-        q, r = divmod(e, 64)
-        terms.append(z.sll(at(q), r) if r else at(q))
-        if r:
-            terms.append(z.srl(at(q + 1), 64 - r))
-    return z.tree(terms)
 
-
-def reduce(z: Zmm, lazy: FieldPlan, c: VReg, bound: int) -> VReg:
-    """c (degree <= bound) mod x^s f, degree < 64 n."""
+def reduce(z: Zmm, plan: FieldPlan, c: VReg, bound: int) -> VReg:
+    """c (degree <= bound) mod f, in one pass: every term of `shift_terms`
+    is a right shift of a masked c by whole limbs (`valignq` against zero)
+    and bits, all independent of one another."""
     zero = z.zero()
-    for _ in folds(lazy, bound):
-        c = _fold(z, lazy, c, zero)
-    return c
+    masked: dict[int, VReg] = {}
+    moved: dict[tuple[int, int], VReg] = {}
 
+    def down(b: int, q: int) -> VReg:
+        """Limbs q.. of c & bits >= b at limb 0. Bits below b in limbs below
+        q never move down into limb 0..3 of the result."""
+        if (b, q) not in moved:
+            if b % 64 == 0 and q >= b // 64:
+                src = c
+            else:
+                if b not in masked:
+                    lo, bit = divmod(b, 64)
+                    limbs = (0,) * lo + (MASK64 ^ ((1 << bit) - 1),) + (MASK64,) * (LIMBS - lo - 1)
+                    masked[b] = z.and_(c, z.const(f"gf2m_zmask_from{b}", limbs, f"bits from x^{b} up"))
+                src = masked[b]
+            moved[b, q] = z.down(src, zero, q) if q else src
+        return moved[b, q]
 
-def freeze(z: Zmm, plan: FieldPlan, c: VReg) -> VReg:
-    """A lazy element (degree < 64 n, limbs n.. zero) in its reduced form:
-    its s bits above x^m, H, times f - x^m added in. The terms of f - x^m
-    below x^(128) (a trinomial's or a pentanomial's, for the fields this
-    holds) need H in limb 0 and limb 1 alone."""
-    n, s = plan.limbs, plan.slack
-    zero = z.zero()
-    for _ in folds(plan, 64 * n - 1):
-        h = z.down(z.srl(c, 64 - s), zero, n - 1)  # H in limb 0, zeros above
-        terms = [z.and_(c, z.const(f"gf2m_zmask_m{plan.m}", (MASK64,) * (n - 1) + (plan.low_mask,)
-                                   + (0,) * (LIMBS - n), f"bits of a zmm register below x^{plan.m}"))]
-        for e in plan.poly[1:]:
-            q, r = divmod(e, 64)
-            assert q + (r + s > 64) <= 1, "terms of f - x^m below x^128"
-            for limb, t in ((q, z.sll(h, r) if r else h), (q + 1, z.srl(h, 64 - r) if r + s > 64 else None)):
-                if t is not None:
-                    terms.append(z._op("vpslldq", t, Imm(8)) if limb else t)  # limb 0 alone moves
-        c = z.tree(terms)
-    return c
+    terms = [c]
+    for b, t in shift_terms(plan, bound):
+        q, r = divmod(t, 64)
+        terms.append(z.srl(down(b, q), r) if r else down(b, q))
+        if r and q + 1 < LIMBS:
+            terms.append(z.sll(down(b, q + 1), 64 - r))
+    out = z.tree(terms)
+    if plan.m % 64:
+        out = z.and_(out, z.const(f"gf2m_zmask_m{plan.m}", (MASK64,) * (plan.limbs - 1) + (plan.low_mask,)
+                                  + (0,) * (LIMBS - plan.limbs), f"bits of a zmm register below x^{plan.m}"))
+    return out
 
 
 def k_mul(z: Zmm, plan: FieldPlan, lazy: FieldPlan, reduced: bool) -> None:
-    """out = a * b mod f; `reduced`: inputs and output fully reduced, else lazy."""
+    """out = a * b mod f; `reduced`: inputs and output fully reduced, else
+    lazy (reduced modulo x^s f, whose folds need no mask)."""
     bound = 2 * (plan.m - 1 if reduced else 64 * plan.limbs - 1)
-    c = reduce(z, lazy, product(z, z.broadcast256(1), z.broadcast256(2)), bound)
-    z.store_low(0, freeze(z, plan, c) if reduced else c, plan.limbs)
+    c = product(z, z.broadcast256(1), z.broadcast256(2))
+    z.store_low(0, reduce(z, plan if reduced else lazy, c, bound), plan.limbs)
 
 
 def k_sqr(z: Zmm, plan: FieldPlan, lazy: FieldPlan, reduced: bool) -> None:
     bound = 2 * (plan.m - 1 if reduced else 64 * plan.limbs - 1)
-    c = reduce(z, lazy, square(z, z.broadcast256(1)), bound)
-    z.store_low(0, freeze(z, plan, c) if reduced else c, plan.limbs)
+    c = square(z, z.broadcast256(1))
+    z.store_low(0, reduce(z, plan if reduced else lazy, c, bound), plan.limbs)
