@@ -71,7 +71,7 @@ def _evex_target() -> Target:
 def test_zmm_kernels_verify_and_count():
     """mul, sqr and their lazy forms on one zmm register: the verifier finds
     the bilinear and linear maps (`build` raises otherwise); four and one
-    carry-less products; every instruction 512 bits wide but the store."""
+    carry-less products."""
     t = _evex_target()
     p = Gf2mParams("gf2m-233", 233, (233, 74, 0), ("avx512",), "kg_gf2m233", "<test>", (t,), ("sysv",))
     compiled = {}
@@ -93,4 +93,21 @@ def test_zmm_kernels_verify_and_count():
         clmuls = [ins for ins in body if ins.op == "vpclmulqdq"]
         assert len(clmuls) == (1 if "sqr" in symbol else 4)
         assert {"AVX512F", "VPCLMULQDQ"} <= c.kernel.extensions
-        assert "vpxor" in {ins.op for ins in body}
+        assert "vpternlogq" in {ins.op for ins in body}  # the reduction's xors, three at a time
+        assert not any(ins.op == "copy" for ins in body)  # every vpternlogq overwrites a source read no more
+
+
+def test_ternary_linearity_and_destructive_printing():
+    from kerngen.emission.printer import instr_text
+    from kerngen.ir.instr import Imm, Instr, PhysReg
+    from kerngen.machine.ops import ternary_is_linear
+
+    assert ternary_is_linear(zmm.XOR3, (False, False, False))
+    assert ternary_is_linear(zmm.XOR_AND, (False, False, True))  # (a ^ b) & mask
+    assert not ternary_is_linear(zmm.XOR_AND, (False, False, False))  # and of two variables
+    assert not ternary_is_linear(zmm.truth_table(lambda a, b, c: a ^ b ^ c ^ 1), (False, False, False))
+    z = [PhysReg("vec", k, 512) for k in range(3)]
+    assert instr_text(Instr("vpternlogq", (z[0], z[0], z[1], z[2], Imm(zmm.XOR3))), _evex_target()).split() == \
+        ["vpternlogq", "zmm0,", "zmm1,", "zmm2,", "150"]
+    with pytest.raises(AssertionError, match="destination"):
+        instr_text(Instr("vpternlogq", (z[0], z[1], z[1], z[2], Imm(zmm.XOR3))), _evex_target())

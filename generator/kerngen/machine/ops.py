@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import product
 
 from .encoding import EVEX, LEGACY, VEX, Encoding, Form
 
@@ -198,6 +199,25 @@ def _ternary(a, b, c, table: int):
 
 # vpternlogd/q: any bitwise function of three sources, its truth table the immediate
 TERNARY = Arith(lambda s, w: _ternary(*s), lambda z3, s, w: _ternary(*s))
+
+
+def ternary_is_linear(table: int, fixed: tuple[bool, bool, bool]) -> bool:
+    """Whether the truth table, for every value of the bits of the `fixed`
+    sources (constants), is a GF(2)-linear function of the other sources'
+    bits: their xor where some bits are masks, say, but not their and."""
+    free = [k for k in range(3) if not fixed[k]]
+    for const in product(*((0, 1) if fixed[k] else (0,) for k in range(3))):
+        def f(bits: dict[int, int]) -> int:
+            m = sum((bits.get(k, const[k])) << (2 - k) for k in range(3))
+            return table >> m & 1
+        for assign in product((0, 1), repeat=len(free)):
+            one_by_one = 0
+            for k, bit in zip(free, assign):
+                if bit:
+                    one_by_one ^= f({k: 1, **{j: 0 for j in free if j != k}})
+            if f(dict(zip(free, assign))) != one_by_one:
+                return False
+    return True
 
 _LOW52 = (1 << 52) - 1
 _LOW26 = (1 << 26) - 1
@@ -390,6 +410,9 @@ class Op:
     # an opmask row (its "k" slot): "merge" keeps the destination's lanes whose mask bit is 0 (the
     # destination is then also read), "zero" writes zero there; None: no mask
     masking: str | None = None
+    # the instruction reads its destination as the first source in every encoding (vpternlog's three
+    # sources): the IR names them apart, and the builder or the legalisation pass makes them one register
+    destructive: bool = False
 
     @property
     def encodable(self) -> bool:
@@ -433,8 +456,9 @@ class Op:
 
     def ties(self, form: Form) -> bool:
         """Whether `form` names one register for the destination and the first
-        source: a two-operand encoding of an operation with its destination apart."""
-        return form.encoding.operands == 2 and self.destination_apart
+        source: a two-operand encoding, or a destructive instruction, of an
+        operation with its destination apart."""
+        return (form.encoding.operands == 2 or self.destructive) and self.destination_apart
 
 
 def _forms(vex: str | None, legacy: str | None, sse: str | None, avx: str | None, extra: tuple[str, ...] = (),
@@ -501,12 +525,12 @@ _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128"
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
-         selector_first=False, on_gpr=None, lines=None):
+         selector_first=False, on_gpr=None, lines=None, destructive=False):
     s = _sig(sig)
     halves = bool(forms) and name not in _CROSSING and \
         any(slot.kind in ("v", "vm") for slot in s) and all(slot.kind != "g" and slot.kind != "gm" for slot in s)
     _ROWS.append(Op(name, s, cls, forms, elem, generic, arith, move, commutative, widen, halves, selector_first,
-                    on_gpr, lines))
+                    on_gpr, lines, destructive=destructive))
 
 
 def _masked_row(name: str, masking: str) -> None:
@@ -533,7 +557,8 @@ _row("load_aligned", "w:v,r:m", "load", _forms("vmovdqa", "movdqa", "SSE2", "AVX
 _row("store", "w:m,r:v", "store", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE) + _evex("vmovdqu64"),
      move=IDENTITY)
 _row("store_aligned", "w:m,r:v", "store", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
-_row("copy", "w:v,r:v", "move", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("copy", "w:v,r:v", "move", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE) + _evex("vmovdqa64"),
+     move=IDENTITY)
 _row("load64", "w:v,r:m", "load", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
 _row("store64", "w:m,r:v", "store", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
 _row("load32", "w:v,r:m", "load", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
@@ -601,7 +626,7 @@ _row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
 # merging or zeroing
 for _w, _s in ((32, "d"), (64, "q")):
     _row(f"vpternlog{_s}", "w:v,r:v,r:v,r:vm,r:i", "alu", _evex(f"vpternlog{_s}"), elem=_w, generic="ternary",
-         arith=TERNARY)
+         arith=TERNARY, destructive=True)
 _row("vpmadd52luq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52luq", "AVX512IFMA"), elem=64, generic="madd52lo",
      arith=MADD52LO, commutative=True)
 _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), elem=64, generic="madd52hi",

@@ -27,6 +27,15 @@ LIMBS = BITS // 64
 MASK64 = (1 << 64) - 1
 
 
+def truth_table(fn) -> int:
+    """vpternlog's immediate for fn(a, c, d) on bits: bit 4a + 2c + d."""
+    return sum(fn(m >> 2 & 1, m >> 1 & 1, m & 1) << m for m in range(8))
+
+
+XOR3 = truth_table(lambda a, c, d: a ^ c ^ d)
+XOR_AND = truth_table(lambda a, c, d: (a ^ c) & d)
+
+
 def fits(plan: FieldPlan) -> bool:
     """Whether an element is four limbs (loaded as 32 bytes; its product
     fills one zmm register)."""
@@ -76,10 +85,22 @@ class Zmm:
         """Limbs k.. moved to 0.., zeros above."""
         return self.op("valignq", zero, a, Imm(k))
 
+    def ternary(self, a: VReg, c, d, table: int, consume: bool = False) -> VReg:
+        """Bitwise function `table` of a, c, d (`truth_table`). The instruction
+        overwrites its first source: a itself where the caller reads it no
+        more (`consume`), else a copy of it."""
+        out = a if consume else self.op("copy", a)
+        self.b.emit("vpternlogq", out, out, c, d, Imm(table))
+        return out
+
     def tree(self, regs: list) -> VReg:
+        """The xor of `regs`, three at a time, as a balanced tree; the caller
+        reads none of them afterwards."""
         while len(regs) > 1:
-            regs = [self.xor(regs[i], regs[i + 1]) for i in range(0, len(regs) - 1, 2)] + \
-                   ([regs[-1]] if len(regs) % 2 else [])
+            nxt = [self.ternary(*regs[i:i + 3], XOR3, consume=regs.count(regs[i]) == 1)
+                   for i in range(0, len(regs) - 2, 3)]
+            rest = regs[len(regs) - len(regs) % 3:]
+            regs = nxt + ([self.xor(*rest)] if len(rest) == 2 else rest)
         return regs[0]
 
     def broadcast256(self, arg: int) -> VReg:
@@ -108,7 +129,7 @@ def product(z: Zmm, a: VReg, b: VReg) -> VReg:
     ends = z.op("vshufi64x2", low, high, Imm(0xE4))  # (L0, L1, H2, H3)
     lows = z.op("valignq", high, low, Imm(2))  # (L1, L2, L3, H0): L2, L3 in blocks 1, 2
     highs = z.op("valignq", high, zero, Imm(6))  # (0, H0, H1, H2): H0, H1 in blocks 1, 2
-    middle = z.and_(z.xor(lows, highs), z.limb_mask(2, 6))
+    middle = z.ternary(lows, highs, z.limb_mask(2, 6), XOR_AND, consume=True)
     return z.xor(ends, middle)
 
 
