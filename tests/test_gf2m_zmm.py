@@ -111,3 +111,16 @@ def test_ternary_linearity_and_destructive_printing():
         ["vpternlogq", "zmm0,", "zmm1,", "zmm2,", "150"]
     with pytest.raises(AssertionError, match="destination"):
         instr_text(Instr("vpternlogq", (z[0], z[1], z[1], z[2], Imm(zmm.XOR3))), _evex_target())
+
+
+def test_vpshrdq_semantics_exact_and_smt_agree():
+    z3 = pytest.importorskip("z3")
+    row = spec("vpshrdq")
+    rng = random.Random(5)
+    for r in (1, 31, 41, 62, 63):
+        for _ in range(20):
+            a, b = rng.getrandbits(64), rng.getrandbits(64)
+            want = ((b << 64 | a) >> r) & ((1 << 64) - 1)
+            assert row.arith.exact((a, b, r), 64) % (1 << 64) == want
+            got = z3.simplify(row.arith.smt(z3, (z3.BitVecVal(a, 64), z3.BitVecVal(b, 64), r), 64)).as_long()
+            assert got == want

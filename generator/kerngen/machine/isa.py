@@ -148,5 +148,6 @@ CPUID: dict[str, CpuidBit] = {
     "AVX2": CpuidBit(7, 0, "ebx", 5, _YMM_STATE),
     "BMI2": CpuidBit(7, 0, "ebx", 8),
     "VPCLMULQDQ": CpuidBit(7, 0, "ecx", 10, _YMM_STATE),
+    "AVX512_VBMI2": CpuidBit(7, 0, "ecx", 6, _YMM_STATE | 0xE0),  # and the opmask and zmm state
     "LZCNT": CpuidBit(0x80000001, 0, "ecx", 5),
 }

@@ -197,6 +197,16 @@ def _ternary(a, b, c, table: int):
     return out
 
 
+def _shift_right_pair(a, b, r, w):
+    """The low w bits of (b : a) shifted right by r (ints and numpy arrays)."""
+    r %= w
+    return unsigned(a, w) >> r | (b << (w - r) if r else 0)
+
+
+# vpshrdq (VBMI2): a right shift of a whose vacated top bits come from the bottom of b
+SHIFT_RIGHT_PAIR = Arith(lambda s, w: _shift_right_pair(*s, w),
+                         lambda z3, s, w: z3.LShR(s[0], s[2] % w) | (s[1] << (w - s[2] % w) if s[2] % w else 0))
+
 # vpternlogd/q: any bitwise function of three sources, its truth table the immediate
 TERNARY = Arith(lambda s, w: _ternary(*s), lambda z3, s, w: _ternary(*s))
 
@@ -631,6 +641,8 @@ _row("vpmadd52luq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52luq", "AVX512IFMA"), 
      arith=MADD52LO, commutative=True)
 _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), elem=64, generic="madd52hi",
      arith=MADD52HI, commutative=True)
+_row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512_VBMI2"), elem=64, generic="shift_right_pair",
+     arith=SHIFT_RIGHT_PAIR)
 _row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
 _row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
 for _name in ("vpaddq_evex", "vpmadd52luq"):

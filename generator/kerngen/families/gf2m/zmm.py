@@ -72,9 +72,6 @@ class Zmm:
     def and_(self, a, c) -> VReg:
         return self.op("vpand", a, c)
 
-    def sll(self, a, r: int) -> VReg:
-        return self.op("vpsllq", a, Imm(r))
-
     def srl(self, a, r: int) -> VReg:
         return self.op("vpsrlq", a, Imm(r))
 
@@ -187,9 +184,10 @@ def reduce(z: Zmm, plan: FieldPlan, c: VReg, bound: int) -> VReg:
     terms = [c]
     for b, t in shift_terms(plan, bound):
         q, r = divmod(t, 64)
-        terms.append(z.srl(down(b, q), r) if r else down(b, q))
-        if r and q + 1 < LIMBS:
-            terms.append(z.sll(down(b, q + 1), 64 - r))
+        if r and q + 1 < LIMBS:  # the bits of limb q + 1 shifted into limb q's top
+            terms.append(z.op("vpshrdq", down(b, q), down(b, q + 1), Imm(r)))
+        else:
+            terms.append(z.srl(down(b, q), r) if r else down(b, q))
     out = z.tree(terms)
     if plan.m % 64:
         out = z.and_(out, z.const(f"gf2m_zmask_m{plan.m}", (MASK64,) * (plan.limbs - 1) + (plan.low_mask,)
