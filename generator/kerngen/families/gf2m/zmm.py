@@ -91,13 +91,16 @@ class Zmm:
         return out
 
     def tree(self, regs: list) -> VReg:
-        """The xor of `regs`, three at a time, as a balanced tree; the caller
-        reads none of them afterwards."""
+        """The xor of `regs`, three at a time where three are left (the fewest
+        instructions), the earliest first; the caller reads none of them
+        afterwards."""
+        regs = list(regs)
         while len(regs) > 1:
-            nxt = [self.ternary(*regs[i:i + 3], XOR3, consume=regs.count(regs[i]) == 1)
-                   for i in range(0, len(regs) - 2, 3)]
-            rest = regs[len(regs) - len(regs) % 3:]
-            regs = nxt + ([self.xor(*rest)] if len(rest) == 2 else rest)
+            take, regs = regs[:3], regs[3:]
+            if len(take) == 3:
+                regs.append(self.ternary(*take, XOR3, consume=take[0] not in take[1:] + regs))
+            else:
+                regs.append(self.xor(*take))
         return regs[0]
 
     def broadcast256(self, arg: int) -> VReg:
