@@ -579,7 +579,8 @@ _row("vpbroadcastw", "w:v,r:m", "load", _vex("vpbroadcastw", "AVX2"), elem=16, g
      move=Move(16, _broadcast))
 _row("vpbroadcastd", "w:v,r:m", "load", _vex("vpbroadcastd", "AVX2"), elem=32, generic="broadcast",
      move=Move(32, _broadcast))
-_row("vpbroadcastq", "w:v,r:m", "load", _vex("vpbroadcastq", "AVX2"), elem=64, generic="broadcast",
+_row("vpbroadcastq", "w:v,r:m", "load", _vex("vpbroadcastq", "AVX2") + _evex("vpbroadcastq"), elem=64,
+     generic="broadcast",
      move=Move(64, _broadcast))
 # a ymm register from element 0 of an xmm register
 _row("vpbroadcastq_x", "w:v,r:v", "shuffle", _vex("vpbroadcastq", "AVX2"), elem=64,
@@ -675,7 +676,7 @@ _row("vperm2i128", _VEX3I, "shuffle", _vex("vperm2i128", "AVX2", widths=_YMM), e
 _row("vpermq", "w:v,r:vm,r:i", "shuffle", _vex("vpermq", "AVX2", widths=_YMM) + _evex("vpermq", widths=(256, 512)),
      elem=64,
      move=Move(64, _permq))
-_row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "AVX"), elem=32,
+_row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "AVX") + _evex("vpshufd"), elem=32,
      move=Move(32, _pshufd))
 _row("vmovshdup", "w:v,r:vm", "shuffle", _forms("vmovshdup", "movshdup", "SSE3", "AVX", **_MOVE), elem=32,
      generic="duplicate_odd", move=Move(32, _odd_duplicated))
@@ -684,11 +685,14 @@ _row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2"
      generic="shuffle_low", move=Move(16, _pshuflw))
 _row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX"), elem=16,
      generic="shuffle_high", move=Move(16, _pshufhw))
-_row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX"), move=Move(8, _alignr))
+_row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX") + _evex("vpalignr", "AVX512BW"),
+     move=Move(8, _alignr))
 for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
-    _row(f"vpunpckl{_s}", _VEX3, "shuffle", _forms(f"vpunpckl{_s}", f"punpckl{_s}", "SSE2", "AVX"), elem=_w,
+    _row(f"vpunpckl{_s}", _VEX3, "shuffle", _forms(f"vpunpckl{_s}", f"punpckl{_s}", "SSE2", "AVX")
+         + _evex_elementwise(f"vpunpckl{_s}", _w), elem=_w,
          generic="interleave_low", move=Move(_w, _unpack(high=False)))
-    _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX"), elem=_w,
+    _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX")
+         + _evex_elementwise(f"vpunpckh{_s}", _w), elem=_w,
          generic="interleave_high", move=Move(_w, _unpack(high=True)))
 _row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM),
      move=Move(128, _extract128))

@@ -33,8 +33,8 @@ class Field:
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
         self.wide = target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
-        # 512-bit registers: multiplication and squaring on one element in one register
-        self.whole = target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan)
+        # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
+        self.whole = zmm.WHOLE if target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan) else frozenset()
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))
@@ -72,24 +72,24 @@ class Field:
     # -- kernel bodies
 
     def k_mul(self, v):
-        if self.whole:
+        if "mul" in self.whole:
             return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b), self.n)
 
     def k_sqr(self, v):
-        if self.whole:
+        if "sqr" in self.whole:
             return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
-        if self.whole:
+        if "mul" in self.whole:
             return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
-        if self.whole:
+        if "sqr" in self.whole:
             return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 
