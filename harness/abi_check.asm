@@ -11,6 +11,11 @@
 ;   bit  6    rsp differs from its value before the call
 ;   bit  7    AVX upper state still in use on return (missing vzeroupper)
 ;   bit  8    direction flag left set
+;   bit  9    MXCSR control bits (6-15) changed
+;   bit  10   x87 control word changed
+;
+; MXCSR and the x87 control word are compared as abi_control.inc says, and put
+; back.
 ;
 ; A plain "save, call, restore" would let a kernel that clobbers rbx pass
 ; whenever the caller did not happen to need rbx afterwards; seeding the
@@ -29,9 +34,13 @@
 
 default rel
 
+%include "abi_control.inc"
+
 %define KG_ABI_RSP      (1 << 6)
 %define KG_ABI_YMM      (1 << 7)
 %define KG_ABI_DF       (1 << 8)
+%define KG_ABI_MXCSR    9
+%define KG_ABI_X87CW    10
 
 section .bss
 align 64
@@ -42,6 +51,10 @@ kg_abi_flags:       resq 1
 global kg_abi_last_ret:data 8
 kg_abi_last_ret:    resq 1
 expected_rsp:       resq 1
+mxcsr_before:       resd 1
+mxcsr_after:        resd 1
+x87cw_before:       resw 1
+x87cw_after:        resw 1
 
 section .text
 
@@ -73,6 +86,9 @@ kg_checked_call:
     mov     rdx, rcx
     mov     rcx, r8
     mov     r8, r9
+
+    stmxcsr [mxcsr_before]
+    fnstcw  [x87cw_before]
 
     ; Start from a clean upper state, so that whatever XINUSE says after the
     ; call is the callee's doing and not left over from libc.
@@ -133,6 +149,9 @@ kg_checked_call:
     shl     eax, 5                  ; bit 2 -> KG_ABI_YMM (bit 7)
     or      eax, r8d
 .no_xinuse:
+
+    CHECK_CONTROL stmxcsr, mxcsr, 0xffc0, KG_ABI_MXCSR, ldmxcsr   ; control bits only: the status flags are volatile
+    CHECK_CONTROL fnstcw, x87cw, 0xffff, KG_ABI_X87CW, fldcw
 
     test    byte [kg_abi_flags], 1
     jz      .no_avx_after

@@ -15,7 +15,9 @@
 #define KG_ABI_RSP (1u << 6)
 #define KG_ABI_YMM (1u << 7) /* AVX upper state in use: vzeroupper missing */
 #define KG_ABI_DF (1u << 8)  /* direction flag left set */
-#define KG_ABI_NBITS 9
+#define KG_ABI_MXCSR (1u << 9) /* MXCSR control bits changed */
+#define KG_ABI_X87CW (1u << 10) /* x87 control word changed */
+#define KG_ABI_NBITS 11
 
 /* Bits of kg_abi_flags, set once from CPUID by kg_abi_init(). */
 #define KG_ABI_HAVE_AVX (1u << 0)

@@ -15,7 +15,8 @@
 ;   bit  9      AVX upper state still in use on return (missing vzeroupper)
 ;   bit  10     direction flag left set
 ;   bits 11-20  xmm6 .. xmm15 (low 128 bits) differ from kg_abi_seed[8..27]
-;   bit  21     MXCSR control bits (6-15, callee-saved in Win64) changed
+;   bit  21     MXCSR control bits (6-15) changed
+;   bit  22     x87 control word changed (both as abi_control.inc says)
 ;
 ; kg_abi_seed[] holds 28 quadwords: the eight general registers, then two
 ; quadwords (low, high) for each of xmm6..xmm15. Filling the registers with
@@ -27,18 +28,21 @@
 ;   kg_abi_flags bit 1: XGETBV with ECX=1 (XINUSE) is supported
 ;
 ; The stub itself is a Win64 function: it preserves its own caller's
-; callee-saved general registers, xmm6-15 and MXCSR. The value fn returned
+; callee-saved general registers, xmm6-15, MXCSR and the x87 control word. The value fn returned
 ; is kept in kg_abi_last_ret. Not reentrant: the expected stack pointer lives
 ; in a static slot, because a callee that broke rsp cannot be trusted to
 ; leave our own frame where we could find it.
 
 default rel
 
+%include "abi_control.inc"
+
 %define KG_ABI_RSP      (1 << 8)
 %define KG_ABI_YMM      (1 << 9)
 %define KG_ABI_DF       (1 << 10)
 %define KG_ABI_XMM6     11
-%define KG_ABI_MXCSR    (1 << 21)
+%define KG_ABI_MXCSR    21
+%define KG_ABI_X87CW    22
 
 %define NSEEDS          28
 %define XMM_SEEDS       (kg_abi_seed + 8 * 8)
@@ -69,6 +73,8 @@ kg_abi_last_ret:    resq 1
 expected_rsp:       resq 1
 mxcsr_before:       resd 1
 mxcsr_after:        resd 1
+x87cw_before:       resw 1
+x87cw_after:        resw 1
 
 section .text
 
@@ -123,6 +129,7 @@ kg_checked_call:
     mov     [rsp + ARG5], r10
 
     stmxcsr [mxcsr_before]
+    fnstcw  [x87cw_before]
 
     ; Start from a clean upper state, so that whatever XINUSE says after the
     ; call is the callee's doing and not left over from the C runtime.
@@ -215,15 +222,8 @@ kg_checked_call:
     CHECK_XMM 14
     CHECK_XMM 15
 
-    stmxcsr [mxcsr_after]
-    mov     ecx, [mxcsr_after]
-    xor     ecx, [mxcsr_before]
-    and     ecx, 0xffc0             ; control bits only; the status flags are volatile
-    add     ecx, 0xffff
-    shr     ecx, 16
-    shl     ecx, 21
-    or      eax, ecx
-    ldmxcsr [mxcsr_before]
+    CHECK_CONTROL stmxcsr, mxcsr, 0xffc0, KG_ABI_MXCSR, ldmxcsr   ; control bits only: the status flags are volatile
+    CHECK_CONTROL fnstcw, x87cw, 0xffff, KG_ABI_X87CW, fldcw
 
     test    byte [kg_abi_flags], 1
     jz      .no_avx_after

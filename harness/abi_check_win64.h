@@ -24,7 +24,8 @@
 #define KG_ABI_DF (1u << 10)   /* direction flag left set */
 #define KG_ABI_XMM6 (1u << 11) /* xmm6 .. xmm15: bits 11 .. 20 */
 #define KG_ABI_MXCSR (1u << 21) /* MXCSR control bits changed */
-#define KG_ABI_NBITS 22
+#define KG_ABI_X87CW (1u << 22) /* x87 control word changed */
+#define KG_ABI_NBITS 23
 
 /* Bits of kg_abi_flags, set once from CPUID by kg_abi_init(). */
 #define KG_ABI_HAVE_AVX (1u << 0)

@@ -11,6 +11,8 @@
 ;   kg_bad_rsp(int16_t *a)                returns with "ret 8"     -> abi rsp
 ;   kg_bad_ymm(int16_t *a)                AVX without vzeroupper   -> abi ymm-upper
 ;   kg_bad_df(int16_t *a)                 leaves DF set            -> abi direction-flag
+;   kg_bad_mxcsr(int16_t *a)              rounds SSE toward zero   -> abi mxcsr
+;   kg_bad_x87cw(int16_t *a)              rounds x87 toward zero   -> abi x87-control
 ;   kg_bad_overflow(int16_t *a)           writes a[16]             -> canary 0
 ;   kg_bad_underflow(int16_t *a)          writes a[-1]             -> canary 0
 ;   kg_bad_inmod(int16_t *r, const int16_t *a)  copies a to r, then writes a[3] -> inmod 1
@@ -47,6 +49,20 @@ kg_bad_ymm:
 global kg_bad_df:function
 kg_bad_df:
     std
+    ret
+
+global kg_bad_mxcsr:function
+kg_bad_mxcsr:
+    stmxcsr [rsp - 8]
+    xor     dword [rsp - 8], 0x6000
+    ldmxcsr [rsp - 8]
+    ret
+
+global kg_bad_x87cw:function
+kg_bad_x87cw:
+    fnstcw  [rsp - 8]
+    xor     word [rsp - 8], 0x0c00
+    fldcw   [rsp - 8]
     ret
 
 global kg_bad_overflow:function

@@ -109,11 +109,12 @@ const char *kg_abi_bit_name(unsigned bit)
     static const char *const names[KG_ABI_NBITS] = {
         "rbx", "rbp", "rdi", "rsi", "r12", "r13", "r14", "r15", "rsp", "ymm-upper",
         "direction-flag", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-        "xmm14", "xmm15", "mxcsr",
+        "xmm14", "xmm15", "mxcsr", "x87-control",
     };
 #else
     static const char *const names[KG_ABI_NBITS] = {
-        "rbx", "rbp", "r12", "r13", "r14", "r15", "rsp", "ymm-upper", "direction-flag",
+        "rbx", "rbp", "r12", "r13", "r14", "r15", "rsp", "ymm-upper", "direction-flag", "mxcsr",
+        "x87-control",
     };
 #endif
     return bit < KG_ABI_NBITS ? names[bit] : "unknown";

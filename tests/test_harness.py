@@ -100,6 +100,8 @@ COPY = ("copy", 16)
         ("kg_bad_rsp", ONE_BUFFER, STATUS_ABI, "rsp"),
         ("kg_bad_ymm", ONE_BUFFER, STATUS_ABI, "ymm-upper"),
         ("kg_bad_df", ONE_BUFFER, STATUS_ABI, "direction-flag"),
+        ("kg_bad_mxcsr", ONE_BUFFER, STATUS_ABI, "mxcsr"),
+        ("kg_bad_x87cw", ONE_BUFFER, STATUS_ABI, "x87-control"),
         ("kg_bad_overflow", ONE_BUFFER, STATUS_CANARY, "0"),
         ("kg_bad_underflow", ONE_BUFFER, STATUS_CANARY, "0"),
         ("kg_bad_inmod", COPY, STATUS_INMOD, "1"),

@@ -150,13 +150,20 @@ kg_w64_bad_ymm:
     vpcmpeqb ymm0, ymm0, ymm0
     ret
 
-; MXCSR's rounding control is callee-saved in Win64 (the shadow space is the
+; MXCSR's rounding control and the x87 control word are callee-saved in Win64 (the shadow space is the
 ; callee's to use)
 global kg_w64_bad_mxcsr
 kg_w64_bad_mxcsr:
     stmxcsr [rsp + 8]
     xor     dword [rsp + 8], 0x6000
     ldmxcsr [rsp + 8]
+    ret
+
+global kg_w64_bad_x87cw
+kg_w64_bad_x87cw:
+    fnstcw  [rsp + 8]
+    xor     word [rsp + 8], 0x0c00
+    fldcw   [rsp + 8]
     ret
 
 global kg_w64_bad_overflow
@@ -251,6 +258,7 @@ CORRUPTERS = [
     ("kg_w64_bad_df", ONE, STATUS_ABI, "direction-flag"),
     ("kg_w64_bad_ymm", ONE, STATUS_ABI, "ymm-upper"),
     ("kg_w64_bad_mxcsr", ONE, STATUS_ABI, "mxcsr"),
+    ("kg_w64_bad_x87cw", ONE, STATUS_ABI, "x87-control"),
     ("kg_w64_bad_overflow", ONE, STATUS_CANARY, "0"),
     ("kg_w64_bad_underflow", ONE, STATUS_CANARY, "0"),
     ("kg_w64_bad_inmod", COPY, STATUS_INMOD, "1"),

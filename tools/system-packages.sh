@@ -11,6 +11,7 @@ g++ g++
 clang clang
 objdump binutils
 llvm-mca llvm
+llvm-mca-19 llvm-19
 x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64
 wine wine64 wine
 cmake cmake

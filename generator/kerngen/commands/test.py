@@ -30,6 +30,7 @@ from ..harness import macho, protocol, toolchain, wine
 from ..harness.cpu import cpu_flags
 from ..emission.files import write
 from ..machine.formats import COFF64, ELF64, MACHO64
+from ..machine.isa import ISAS
 from ..emission.render import render
 
 Say = Callable[[str], None]
@@ -106,10 +107,11 @@ def constants_differ(directory: Path, manifest: Manifest, constants: Constants) 
     family's `constants`); else the first that is not."""
     p = manifest_params(directory, manifest)
     want = constants.kernel_tables(p, manifest)
+    widest = max(ISAS[f.isa].written_bits for f in manifest.functions)  # what a constant shared by ISAs fills
     for obj in manifest.objects:
         have = asm_tables((directory / obj.file).read_text())
         for label, values in have.items():
-            table = want.get(label) or constants.by_value(label)
+            table = want.get(label) or constants.by_value(label, widest)
             if table is None:
                 return f"{obj.file}: table {label} is not one kerngen makes from the manifest's parameters"
             mask = (1 << (8 * table.elem_bytes)) - 1

@@ -48,7 +48,8 @@ class Constants:
     takes the parameters and the manifest."""
 
     kernel_tables: Callable[[Any, Manifest], Mapping[str, Table]]  # every table the kernels read, by label
-    by_value: Callable[[str], Table | None]  # the table a label names by its value (pw_3329), or None
+    # the table a label names by its value (pw_3329) over vectors of the given bits, or None
+    by_value: Callable[[str, int], Table | None]
     header_lines: Callable[[Any, Manifest], list[list[str]]]  # the header's constants, each as its C lines
 
 

@@ -114,12 +114,18 @@ def c_lines(item: CDefine | CTable) -> list[str]:
 
 
 def _tables(bundle: Bundle) -> list[dict]:
+    """The bundle's tables, each once. Kernels of a wider ISA may define a longer table under the same label
+    (a constant broadcast over wider vectors): where one table begins with the other, the longer serves both,
+    since each kernel reads only its own table's length (`passes.check`)."""
     tables = {}
     for fn in bundle.functions:
         for t in fn.kernel.tables:
             old = tables.get(t.label)
-            if old is not None and old.values != t.values:
-                raise ValueError(f"two kernels define table {t.label} differently")
+            if old is not None:
+                short, long = sorted((old, t), key=lambda x: len(x.values))
+                if short.elem_bytes != long.elem_bytes or long.values[:len(short.values)] != short.values:
+                    raise ValueError(f"two kernels define table {t.label} differently")
+                t = long
             tables[t.label] = t
     out = []
     for t in sorted(tables.values(), key=lambda t: t.label):

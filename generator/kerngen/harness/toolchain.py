@@ -103,12 +103,12 @@ def cached(final: Path, make: Callable[[Path], Path]) -> Path:
 def _build_program(workdir: Path, name: str, main_source: str) -> Path:
     nasm, gcc = tool("nasm"), tool("gcc")
     sources = [harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
-                                            "abi_check.h", "abi_check.asm")]
+                                            "abi_check.h", "abi_check.asm", "abi_control.inc")]
     key = digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
 
     def make(tmp: Path) -> Path:
         obj = tmp / "abi_check.o"
-        run_build([nasm, "-f", ELF64.name, "-o", obj, HARNESS_DIR / "abi_check.asm"],
+        run_build([nasm, "-f", ELF64.name, "-I", f"{HARNESS_DIR}/", "-o", obj, HARNESS_DIR / "abi_check.asm"],
              "assembling abi_check.asm")
         run_build([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
               HARNESS_DIR / main_source, HARNESS_DIR / "vectors.c", obj, "-ldl"],

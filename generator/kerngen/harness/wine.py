@@ -58,7 +58,7 @@ CRASH_STATUS = 3  # KG_WIN64_CRASH_STATUS in harness/win64.h: a kernel faulted
 _C_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra", "-D__USE_MINGW_ANSI_STDIO=1")
 _LIBS = ("-lbcrypt",)
 _SOURCES = ("runner.c", "vectors.c", "win64.c", "vectors.h", "win64.h", "abi_check_win64.h",
-            "abi_check_win64.asm")
+            "abi_check_win64.asm", "abi_control.inc")
 _WINE_FALLBACKS = ("/usr/lib/wine/wine64", "/usr/lib64/wine/wine64")
 _INSTALL_HINTS = {
     "nasm": "install it with `apt-get install nasm`",
@@ -126,7 +126,7 @@ def build_runner_win64(workdir: Path) -> Path:
 
     def make(tmp: Path) -> Path:
         obj = tmp / "abi_check_win64.obj"
-        toolchain.run_build([nasm, "-f", COFF64.name, "-o", obj, src / "abi_check_win64.asm"],
+        toolchain.run_build([nasm, "-f", COFF64.name, "-I", f"{src}/", "-o", obj, src / "abi_check_win64.asm"],
                          "assembling abi_check_win64.asm")
         toolchain.run_build([gcc, *_C_FLAGS, "-I", src, "-o", tmp / "kg_runner.exe",
                           src / "runner.c", src / "vectors.c", src / "win64.c", obj, *_LIBS],

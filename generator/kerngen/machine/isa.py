@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .encoding import LEGACY, VEX, Encoding
+from .encoding import EVEX, LEGACY, VEX, Encoding
 from .ops import TABLE, InstructionTable
-from .registers import GENERAL, VECTOR, RegisterFamily, general_family, vector_family
+from .registers import GENERAL, MASKS, VECTOR, RegisterFamily, general_family, vector_family
 
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
 X86_64_V3 = X86_64_V2 | frozenset({"AVX", "AVX2", "BMI1", "BMI2", "FMA", "LZCNT", "MOVBE", "PCLMULQDQ"})
+X86_64_V4 = X86_64_V3 | frozenset({"AVX512F", "AVX512BW", "AVX512DQ", "AVX512CD", "AVX512VL"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ ON_VECTORS = RegisterUse(VECTOR)
 @dataclass(frozen=True)
 class Isa:
     name: str  # as written in parameter files and symbol suffixes
-    vector_bits: int  # widest vector register: 256 (ymm) or 128 (xmm)
+    vector_bits: int  # widest vector register: 512 (zmm), 256 (ymm) or 128 (xmm)
     encoding: Encoding  # of its vector instructions (the scalar ISA has none: its lanes are lowered)
     extensions: frozenset[str]  # what a CPU running this ISA's kernels has
     c_march: str  # what plain C is compiled for (-march) when compared with this ISA's kernels
@@ -98,6 +99,11 @@ class Isa:
         return lanes if self.register_use.lanes == GENERAL else max(1, lanes * lane_bits // self.vector_bits)
 
 
+# AVX-512 F, BW, DQ and VL on zmm registers, 32 of them, and opmasks; a kernel using a further extension (IFMA,
+# VPCLMULQDQ on zmm) requires it (the required-ISA pass finds it, the dispatch unit checks it). Preferred over
+# AVX2 wherever it runs
+AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4", (vector_family(32, EVEX.widths), general_family(), MASKS),
+             preference=-1, written_bits=512)
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
@@ -111,7 +117,7 @@ SCALAR = Isa("scalar", 256, LEGACY, frozenset({"BMI2"}), "native", (general_fami
              legalisation="onto_gprs", register_use=RegisterUse(GENERAL, callee_saved_general=True, roll_general=2),
              preference=1)
 
-ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE, SCALAR)}
+ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX512, AVX2, SSE, SCALAR)}
 
 
 def cpuinfo_name(extension: str) -> str:
@@ -132,6 +138,8 @@ class CpuidBit:
 
 
 _YMM_STATE = 0x6  # XCR0 bits 1 and 2: the OS saves xmm and the ymm upper halves
+# and bits 5, 6 and 7: the opmasks, the zmm upper halves of registers 0-15, and registers 16-31
+_ZMM_STATE = _YMM_STATE | 0xE0
 
 CPUID: dict[str, CpuidBit] = {
     "SSE2": CpuidBit(1, 0, "edx", 26),
@@ -148,6 +156,13 @@ CPUID: dict[str, CpuidBit] = {
     "AVX2": CpuidBit(7, 0, "ebx", 5, _YMM_STATE),
     "BMI2": CpuidBit(7, 0, "ebx", 8),
     "VPCLMULQDQ": CpuidBit(7, 0, "ecx", 10, _YMM_STATE),
-    "AVX512_VBMI2": CpuidBit(7, 0, "ecx", 6, _YMM_STATE | 0xE0),  # and the opmask and zmm state
+    "AVX512F": CpuidBit(7, 0, "ebx", 16, _ZMM_STATE),
+    "AVX512DQ": CpuidBit(7, 0, "ebx", 17, _ZMM_STATE),
+    "AVX512IFMA": CpuidBit(7, 0, "ebx", 21, _ZMM_STATE),
+    "AVX512CD": CpuidBit(7, 0, "ebx", 28, _ZMM_STATE),
+    "AVX512BW": CpuidBit(7, 0, "ebx", 30, _ZMM_STATE),
+    "AVX512VL": CpuidBit(7, 0, "ebx", 31, _ZMM_STATE),
+    "AVX512VBMI": CpuidBit(7, 0, "ecx", 1, _ZMM_STATE),
+    "AVX512VBMI2": CpuidBit(7, 0, "ecx", 6, _ZMM_STATE),
     "LZCNT": CpuidBit(0x80000001, 0, "ecx", 5),
 }

@@ -502,6 +502,11 @@ def _evex(mnemonic: str, *extensions: str, widths: tuple[int, ...] = EVEX.widths
             ((Form(EVEX, short, mnemonic, needs | {"AVX512VL"}, EVEX.registers),) if short else ()))
 
 
+def _evex_elementwise(mnemonic: str, elem: int | None) -> tuple[Form, ...]:
+    """The EVEX forms of an operation on `elem`-bit elements: on bytes and 16-bit elements they need AVX512BW."""
+    return _evex(mnemonic, *(("AVX512BW",) if elem in (8, 16) else ()))
+
+
 _GENERAL_REGISTERS = 16  # rax .. r15
 
 
@@ -563,71 +568,81 @@ def _masked_row(name: str, masking: str) -> None:
 # moves between registers and memory (sizes: the memory operand's)
 _row("load", "w:v,r:m", "load", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE) + _evex("vmovdqu64"),
      move=IDENTITY)
-_row("load_aligned", "w:v,r:m", "load", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load_aligned", "w:v,r:m", "load", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE) + _evex("vmovdqa64"),
+     move=IDENTITY)
 _row("store", "w:m,r:v", "store", _forms("vmovdqu", "movdqu", "SSE2", "AVX", **_MOVE) + _evex("vmovdqu64"),
      move=IDENTITY)
-_row("store_aligned", "w:m,r:v", "store", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store_aligned", "w:m,r:v", "store", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE) + _evex("vmovdqa64"),
+     move=IDENTITY)
 _row("copy", "w:v,r:v", "move", _forms("vmovdqa", "movdqa", "SSE2", "AVX", **_MOVE) + _evex("vmovdqa64"),
      move=IDENTITY)
-_row("load64", "w:v,r:m", "load", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
-_row("store64", "w:m,r:v", "store", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
-_row("load32", "w:v,r:m", "load", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
-_row("store32", "w:m,r:v", "store", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM), move=IDENTITY)
+_row("load64", "w:v,r:m", "load", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM) + _evex("vmovq", widths=_XMM),
+     move=IDENTITY)
+_row("store64", "w:m,r:v", "store", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM) + _evex("vmovq", widths=_XMM),
+     move=IDENTITY)
+_row("load32", "w:v,r:m", "load", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM) + _evex("vmovd", widths=_XMM),
+     move=IDENTITY)
+_row("store32", "w:m,r:v", "store", _forms("vmovd", "movd", "SSE2", "AVX", widths=_XMM) + _evex("vmovd", widths=_XMM),
+     move=IDENTITY)
 # one 16-bit element, chosen by the immediate, stored to memory
-_row("store16", "w:m,r:v,r:i", "store", _forms("vpextrw", "pextrw", "SSE4.1", "AVX", widths=_XMM), elem=16)
-_row("vpbroadcastw", "w:v,r:m", "load", _vex("vpbroadcastw", "AVX2"), elem=16, generic="broadcast",
-     move=Move(16, _broadcast))
-_row("vpbroadcastd", "w:v,r:m", "load", _vex("vpbroadcastd", "AVX2"), elem=32, generic="broadcast",
-     move=Move(32, _broadcast))
+_row("store16", "w:m,r:v,r:i", "store", _forms("vpextrw", "pextrw", "SSE4.1", "AVX", widths=_XMM)
+     + _evex("vpextrw", "AVX512BW", widths=_XMM), elem=16)
+_row("vpbroadcastw", "w:v,r:m", "load", _vex("vpbroadcastw", "AVX2") + _evex("vpbroadcastw", "AVX512BW"), elem=16,
+     generic="broadcast", move=Move(16, _broadcast))
+_row("vpbroadcastd", "w:v,r:m", "load", _vex("vpbroadcastd", "AVX2") + _evex("vpbroadcastd"), elem=32,
+     generic="broadcast", move=Move(32, _broadcast))
 _row("vpbroadcastq", "w:v,r:m", "load", _vex("vpbroadcastq", "AVX2") + _evex("vpbroadcastq"), elem=64,
-     generic="broadcast",
-     move=Move(64, _broadcast))
-# a ymm register from element 0 of an xmm register
-_row("vpbroadcastq_x", "w:v,r:v", "shuffle", _vex("vpbroadcastq", "AVX2"), elem=64,
+     generic="broadcast", move=Move(64, _broadcast))
+# a ymm (zmm) register from element 0 of an xmm register
+_row("vpbroadcastq_x", "w:v,r:v", "shuffle", _vex("vpbroadcastq", "AVX2") + _evex("vpbroadcastq"), elem=64,
      move=Move(64, _broadcast))
 
 # element-wise arithmetic
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
-    _row(f"vpadd{_s}", _VEX3, "alu", _forms(f"vpadd{_s}", f"padd{_s}", "SSE2", "AVX"), elem=_w, generic="add",
+    _row(f"vpadd{_s}", _VEX3, "alu", _forms(f"vpadd{_s}", f"padd{_s}", "SSE2", "AVX")
+         + _evex_elementwise(f"vpadd{_s}", _w), elem=_w, generic="add",
          arith=ADD, commutative=True, on_gpr="add64" if _w == 64 else None)
-    _row(f"vpsub{_s}", _VEX3, "alu", _forms(f"vpsub{_s}", f"psub{_s}", "SSE2", "AVX"), elem=_w, generic="sub",
+    _row(f"vpsub{_s}", _VEX3, "alu", _forms(f"vpsub{_s}", f"psub{_s}", "SSE2", "AVX")
+         + _evex_elementwise(f"vpsub{_s}", _w), elem=_w, generic="sub",
          arith=SUB, on_gpr="sub64" if _w == 64 else None)
-_row("vpmullw", _VEX3, "mul", _forms("vpmullw", "pmullw", "SSE2", "AVX"), elem=16, generic="mullo", arith=MULLO,
+_row("vpmullw", _VEX3, "mul", _forms("vpmullw", "pmullw", "SSE2", "AVX") + _evex_elementwise("vpmullw", 16), elem=16, generic="mullo", arith=MULLO,
      commutative=True)
-_row("vpmulhw", _VEX3, "mul", _forms("vpmulhw", "pmulhw", "SSE2", "AVX"), elem=16, generic="mulhi", arith=MULHI,
+_row("vpmulhw", _VEX3, "mul", _forms("vpmulhw", "pmulhw", "SSE2", "AVX") + _evex_elementwise("vpmulhw", 16), elem=16, generic="mulhi", arith=MULHI,
      commutative=True)
-_row("vpmulhuw", _VEX3, "mul", _forms("vpmulhuw", "pmulhuw", "SSE2", "AVX"), elem=16, generic="mulhu",
+_row("vpmulhuw", _VEX3, "mul", _forms("vpmulhuw", "pmulhuw", "SSE2", "AVX") + _evex_elementwise("vpmulhuw", 16), elem=16, generic="mulhu",
      arith=MULHU, commutative=True)
-_row("vpmulhrsw", _VEX3, "mul", _forms("vpmulhrsw", "pmulhrsw", "SSSE3", "AVX"), elem=16, generic="mulhrs",
+_row("vpmulhrsw", _VEX3, "mul", _forms("vpmulhrsw", "pmulhrsw", "SSSE3", "AVX") + _evex_elementwise("vpmulhrsw", 16), elem=16, generic="mulhrs",
      arith=MULHRS, commutative=True)
-_row("vpmulld", _VEX3, "mul", _forms("vpmulld", "pmulld", "SSE4.1", "AVX"), elem=32, generic="mullo",
+_row("vpmulld", _VEX3, "mul", _forms("vpmulld", "pmulld", "SSE4.1", "AVX") + _evex_elementwise("vpmulld", 32), elem=32, generic="mullo",
      arith=MULLO, commutative=True)
 # 32 x 32 -> 64-bit products of the even elements: no element-wise semantics at one width, but
 # lane semantics on 32-bit lanes (`widen`: the even lane gets the low half, the odd lane the high half)
-_row("vpmuldq", _VEX3, "mul", _forms("vpmuldq", "pmuldq", "SSE4.1", "AVX"), elem=64, commutative=True,
+_row("vpmuldq", _VEX3, "mul", _forms("vpmuldq", "pmuldq", "SSE4.1", "AVX") + _evex_elementwise("vpmuldq", 64), elem=64, commutative=True,
      widen="mulhi")
-_row("vpmuludq", _VEX3, "mul", _forms("vpmuludq", "pmuludq", "SSE2", "AVX"), elem=64, commutative=True,
+_row("vpmuludq", _VEX3, "mul", _forms("vpmuludq", "pmuludq", "SSE2", "AVX") + _evex_elementwise("vpmuludq", 64), elem=64, commutative=True,
      widen="mulhu", generic="mul32", arith=MUL32)  # on 64-bit lanes: element-wise
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
-_row("vpmaddwd", _VEX3, "mul", _forms("vpmaddwd", "pmaddwd", "SSE2", "AVX"), elem=32, generic="madd")
-_row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX"), elem=16, generic="minu", arith=MINU,
+_row("vpmaddwd", _VEX3, "mul", _forms("vpmaddwd", "pmaddwd", "SSE2", "AVX") + _evex_elementwise("vpmaddwd", 16), elem=32, generic="madd")
+_row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX") + _evex_elementwise("vpminuw", 16), elem=16, generic="minu", arith=MINU,
      commutative=True)
-_row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
+_row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX") + _evex_elementwise("vpminud", 32), elem=32, generic="minu", arith=MINU,
      commutative=True)
 _row("vpand", _VEX3, "alu", _forms("vpand", "pand", "SSE2", "AVX") + _evex("vpandq"), generic="and", arith=AND,
      commutative=True)
-_row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX"), generic="andn", arith=ANDN)
-_row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX"), generic="or", arith=OR, commutative=True)
+_row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX") + _evex("vpandnq"), generic="andn", arith=ANDN)
+_row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX") + _evex("vporq"), generic="or", arith=OR, commutative=True)
 _row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX") + _evex("vpxorq"), generic="xor", arith=XOR,
      commutative=True)
 _row("vpcmpgtq", _VEX3, "alu", _forms("vpcmpgtq", "pcmpgtq", "SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
-# 64-bit lanes have no multiplication and no unsigned minimum below AVX-512: these rows have no vector
-# encoding and exist for the scalar ISA, whose lanes are lowered one by one onto general registers
-_row("mullo64", _VEX3, "mul", (), elem=64, generic="mullo", arith=MULLO, commutative=True, on_gpr="imul64")
+# 64-bit lanes have no multiplication and no unsigned minimum below AVX-512 (and no high product at all):
+# the scalar ISA lowers these rows lane by lane onto general registers
+_row("mullo64", _VEX3, "mul", _evex("vpmullq", "AVX512DQ"), elem=64, generic="mullo", arith=MULLO,
+     commutative=True, on_gpr="imul64")
 _row("mulhu64", _VEX3, "mul", (), elem=64, generic="mulhu", arith=MULHU, commutative=True, on_gpr="mulx64")
-_row("minu64", _VEX3, "alu", (), elem=64, generic="minu", arith=MINU, commutative=True, on_gpr="cmovb64")
+_row("minu64", _VEX3, "alu", _evex("vpminuq"), elem=64, generic="minu", arith=MINU, commutative=True,
+     on_gpr="cmovb64")
 # the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
 _row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
@@ -642,7 +657,7 @@ _row("vpmadd52luq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52luq", "AVX512IFMA"), 
      arith=MADD52LO, commutative=True)
 _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), elem=64, generic="madd52hi",
      arith=MADD52HI, commutative=True)
-_row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512_VBMI2"), elem=64, generic="shift_right_pair",
+_row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512VBMI2"), elem=64, generic="shift_right_pair",
      arith=SHIFT_RIGHT_PAIR)
 _row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
 _row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
@@ -653,7 +668,8 @@ for _name in ("vpaddq_evex", "vpmadd52luq"):
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
     if _w != 64:
-        _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX"), elem=_w, generic="sra",
+        _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX")
+             + _evex_elementwise(f"vpsra{_s}", _w), elem=_w, generic="sra",
              arith=SRA)
     _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX") + _evex_elementwise(f"vpsrl{_s}", _w),
          elem=_w, generic="srl",
@@ -678,15 +694,14 @@ _row("vpermq", "w:v,r:vm,r:i", "shuffle", _vex("vpermq", "AVX2", widths=_YMM) + 
      move=Move(64, _permq))
 _row("vpshufd", "w:v,r:vm,r:i", "shuffle", _forms("vpshufd", "pshufd", "SSE2", "AVX") + _evex("vpshufd"), elem=32,
      move=Move(32, _pshufd))
-_row("vmovshdup", "w:v,r:vm", "shuffle", _forms("vmovshdup", "movshdup", "SSE3", "AVX", **_MOVE), elem=32,
+_row("vmovshdup", "w:v,r:vm", "shuffle", _forms("vmovshdup", "movshdup", "SSE3", "AVX", **_MOVE) + _evex("vmovshdup"), elem=32,
      generic="duplicate_odd", move=Move(32, _odd_duplicated))
-_row("vpshufb", _VEX3, "shuffle", _forms("vpshufb", "pshufb", "SSSE3", "AVX"))
-_row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2", "AVX"), elem=16,
+_row("vpshufb", _VEX3, "shuffle", _forms("vpshufb", "pshufb", "SSSE3", "AVX") + _evex("vpshufb", "AVX512BW"))
+_row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2", "AVX") + _evex("vpshuflw", "AVX512BW"), elem=16,
      generic="shuffle_low", move=Move(16, _pshuflw))
-_row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX"), elem=16,
+_row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX") + _evex("vpshufhw", "AVX512BW"), elem=16,
      generic="shuffle_high", move=Move(16, _pshufhw))
-_row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX") + _evex("vpalignr", "AVX512BW"),
-     move=Move(8, _alignr))
+_row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX") + _evex("vpalignr", "AVX512BW"), move=Move(8, _alignr))
 for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
     _row(f"vpunpckl{_s}", _VEX3, "shuffle", _forms(f"vpunpckl{_s}", f"punpckl{_s}", "SSE2", "AVX")
          + _evex_elementwise(f"vpunpckl{_s}", _w), elem=_w,
@@ -732,12 +747,16 @@ _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
 # the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
 _row("cmovb64", _GPR3, "alu", _gpr("cmovb"), elem=64, generic="minu", arith=MINU,
      commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
-_row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
-_row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM))
-_row("pextrq", "w:g,r:v,r:i", "shuffle", _forms("vpextrq", "pextrq", "SSE4.1", "AVX", widths=_XMM))
-_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1", "AVX", widths=_XMM))
+_row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM) + _evex("vmovq", widths=_XMM))
+_row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM)
+     + _evex("vmovq", widths=_XMM))
+_row("pextrq", "w:g,r:v,r:i", "shuffle", _forms("vpextrq", "pextrq", "SSE4.1", "AVX", widths=_XMM)
+     + _evex("vpextrq", "AVX512DQ", widths=_XMM))
+_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", _forms("vpinsrq", "pinsrq", "SSE4.1", "AVX", widths=_XMM)
+     + _evex("vpinsrq", "AVX512DQ", widths=_XMM))
 # one 16-bit element from memory into the element the immediate names, the others from the first source
-_row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2", "AVX", widths=_XMM), elem=16,
+_row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", _forms("vpinsrw", "pinsrw", "SSE2", "AVX", widths=_XMM)
+     + _evex("vpinsrw", "AVX512BW", widths=_XMM), elem=16,
      move=Move(16, _insert_element))
 
 
@@ -834,8 +853,8 @@ def generic_name(name: str) -> str:
 
 # moves of exactly one vector of `size` bytes between memory and a register;
 # a two-byte vector is broadcast in and its element 0 extracted out
-_SIZED_LOADS = {32: "load", 16: "load", 8: "load64", 4: "load32", 2: "vpbroadcastw"}
-_SIZED_STORES = {32: "store", 16: "store", 8: "store64", 4: "store32", 2: "store16"}
+_SIZED_LOADS = {64: "load", 32: "load", 16: "load", 8: "load64", 4: "load32", 2: "vpbroadcastw"}
+_SIZED_STORES = {64: "store", 32: "store", 16: "store", 8: "store64", 4: "store32", 2: "store16"}
 
 
 def sized_load(size: int) -> str:

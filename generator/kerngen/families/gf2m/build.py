@@ -59,7 +59,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
              "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
              "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)",
              *(("512-bit kernels multiply one element in one zmm register: four vpclmulqdq and a one-pass "
-                "reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512_VBMI2, VPCLMULQDQ)",)
+                "reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512VBMI2, VPCLMULQDQ)",)
                if any(f.whole for f in (Field(params, t, cfg) for t in params.targets)) else ()))
     return Bundle(params.name, params, params.target, f"GF(2^{m}) arithmetic, f = {poly_s}", pm, tuple(functions),
                   notes)

@@ -24,7 +24,6 @@ from ...machine.ops import by_width, has, spec
 from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
 CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
-CONST_BYTES = 32  # a broadcast constant fills the widest register
 SMT_CANDIDATES = 3  # special forms proven where proofs are SMT's (each may take the solver seconds)
 
 
@@ -34,9 +33,11 @@ def const_label(value: int, bits: int) -> str:
 
 
 def broadcast_const(b: Builder, value: int, bits: int) -> Mem:
-    """A table holding `value` in every `bits`-bit lane of the widest register, as a memory operand."""
-    t = b.table(const_label(value, bits), bits // 8, [value] * (8 * CONST_BYTES // bits))
-    return Mem(t, 0, CONST_BYTES)
+    """A table holding `value` in every `bits`-bit lane of the vectors the builder writes, as a memory
+    operand (kernels of several ISAs share it: `render` keeps the longest)."""
+    size = b.vector_bits // 8
+    t = b.table(const_label(value, bits), bits // 8, [value] * (8 * size // bits))
+    return Mem(t, 0, size)
 
 
 @dataclass(frozen=True)

@@ -70,14 +70,14 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
     return out
 
 
-def broadcast_table(label: str) -> Table | None:
-    """The broadcast constant a label such as pw_3329 or pd_m1 names, or None."""
+def broadcast_table(label: str, vector_bits: int) -> Table | None:
+    """The broadcast constant a label such as pw_3329 or pd_m1 names over `vector_bits`-bit vectors, or None."""
     found = _BROADCAST.match(label)
     if not found:
         return None
     prefix, minus, digits = found.groups()
     bits = next(bits for bits, name in CONST_PREFIX.items() if name == prefix)
-    b = Builder(vector_bits=256)
+    b = Builder(vector_bits=vector_bits)
     broadcast_const(b, -int(digits) if minus else int(digits), bits)
     return b.tables[label]
 
