@@ -15,12 +15,16 @@ from collections import defaultdict
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from .msqr import msqr_map
 from .mul import MulConfig, default_config, multiply, square
+from ...machine.ops import spec
 from ...machine.target import Target
 from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
 from . import zmm
+
+
+WIDE_ROWS = ("vpbroadcastq_x", "vpblendd", "vpcmpgtq", "vpermq", "vextracti128", "vinserti128", "vperm2i128")
 
 
 class Field:
@@ -32,7 +36,10 @@ class Field:
         self.cfg = cfg or default_config(p.m)
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
-        self.wide = target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
+        # 256-bit registers, and the ISA encodes the rows the map and the two-lane step are written with
+        # (AVX-512's EVEX has no vpblendd, vpcmpgtq into a vector, vinserti128 or vperm2i128)
+        self.wide = target.isa.vector_bits >= 256 and all(spec(op).encoded_in(target.isa.encoding)
+                                                          for op in WIDE_ROWS)
         # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
         self.whole = zmm.WHOLE if target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan) else frozenset()
 
