@@ -90,13 +90,13 @@ class Field:
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
-        if "mul" in self.whole:
+        if "mul_lazy" in self.whole:
             return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
-        if "sqr" in self.whole:
+        if "sqr_lazy" in self.whole:
             return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 

@@ -23,11 +23,12 @@ from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from .plan import FieldPlan
 
 BITS = 512
-# The operations done on one element in one zmm register. Measured on an Intel Xeon (family 6 model 167,
-# ticks per call, calls independent): multiplication 11.8 against 13.8 on pairs of limbs (four carry-less
-# products where the pairs take twelve); squaring 7.7 against 6.7 (one product in place of four saves too
-# little: the reduction's limb moves, all on one port, bound it, and 512-bit operations issue on two ports
-# where 128-bit ones issue on three), so squaring stays on pairs.
+# The kernels done on one element in one zmm register. Measured on an Intel Xeon (family 6 model 167),
+# ticks per call, `kerngen bench` (and a loop of independent calls): multiplication 13.3 against 13.6 on
+# pairs of limbs (11.8 against 13.8), four carry-less products where the pairs take twelve; squaring 7.7
+# against 6.7 and the lazy multiplication 15.3 against 12.4 (its reduction has six terms in place of
+# four): one product in place of four saves too little where the reduction's limb moves, all on one
+# port, bound the kernel, and 512-bit operations issue on two ports where 128-bit ones issue on three.
 WHOLE = frozenset({"mul"})
 LIMBS = BITS // 64
 MASK64 = (1 << 64) - 1
