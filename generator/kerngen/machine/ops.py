@@ -667,10 +667,9 @@ for _name in ("vpaddq_evex", "vpmadd52luq"):
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
-    if _w != 64:
-        _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX")
-             + _evex_elementwise(f"vpsra{_s}", _w), elem=_w, generic="sra",
-             arith=SRA)
+    # 64-bit elements: EVEX alone
+    _row(f"vpsra{_s}", _SHIFT, "alu", (_forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX") if _w != 64 else ())
+         + _evex_elementwise(f"vpsra{_s}", _w), elem=_w, generic="sra", arith=SRA)
     _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX") + _evex_elementwise(f"vpsrl{_s}", _w),
          elem=_w, generic="srl",
          arith=SRL, move=Move(8, _element_shift(_w, left=False)))
@@ -709,10 +708,10 @@ for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
     _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX")
          + _evex_elementwise(f"vpunpckh{_s}", _w), elem=_w,
          generic="interleave_high", move=Move(_w, _unpack(high=True)))
-_row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM),
-     move=Move(128, _extract128))
-_row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM),
-     move=Move(128, _insert128))
+_row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM)
+     + _evex("vextracti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _extract128))
+_row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM)
+     + _evex("vinserti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _insert128))
 _row("vpclmulqdq", _VEX3I, "clmul",
      _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX")
      + _evex("vpclmulqdq", "VPCLMULQDQ"))

@@ -259,7 +259,7 @@ class _Machine:
             return union(*(f for f, c in zip(forms, consts) if not c))
         if g == "cmpgt" and sources[0].constant is not None and not any(sources[0].constant):
             return sources[1].form  # 0 > x: the sign bit spread over the element
-        if s.move is not None or g in ("sll", "srl", "shift_right_pair") or ins.op in ("shl", "shr"):
+        if s.move is not None or g in ("sll", "srl", "sra", "shift_right_pair") or ins.op in ("shl", "shr"):
             return union(*forms)
         return None
 

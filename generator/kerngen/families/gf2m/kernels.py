@@ -24,7 +24,7 @@ from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
 from . import zmm
 
 
-WIDE_ROWS = ("vpbroadcastq_x", "vpblendd", "vpcmpgtq", "vpermq", "vextracti128", "vinserti128", "vperm2i128")
+TWO_LANE_ROWS = ("vinserti128", "vperm2i128", "vextracti128")
 
 
 class Field:
@@ -36,10 +36,11 @@ class Field:
         self.cfg = cfg or default_config(p.m)
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
-        # 256-bit registers, and the ISA encodes the rows the map and the two-lane step are written with
-        # (AVX-512's EVEX has no vpblendd, vpcmpgtq into a vector, vinserti128 or vperm2i128)
-        self.wide = target.isa.vector_bits >= 256 and all(spec(op).encoded_in(target.isa.encoding)
-                                                          for op in WIDE_ROWS)
+        self.isa = target.isa
+        # 256-bit registers: the map; the two-lane step where the ISA encodes its rows (AVX-512's EVEX
+        # has no vperm2i128)
+        self.wide = target.isa.vector_bits >= 256
+        self.two_lanes = self.wide and all(spec(op).encoded_in(target.isa.encoding) for op in TWO_LANE_ROWS)
         # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
         self.whole = zmm.WHOLE if target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan) else frozenset()
 
@@ -129,7 +130,7 @@ class Field:
         if self.uses_map(k):
             # the map's columns are the reduced monomials: a lazy input is
             # frozen first (one short fold against a column per extra bit)
-            return msqr_map(v, self.plan, self.freeze(v, x) if lazy else x, k)
+            return msqr_map(v, self.plan, self.freeze(v, x) if lazy else x, k, self.isa)
         for _ in range(k):
             x = self.sqrmod(v, x, lazy)
         return x
