@@ -60,7 +60,7 @@ class Zmm:
         return self.b.op(op, *operands, bits=bits)
 
     def const(self, label: str, limbs: tuple[int, ...], comment: str) -> Mem:
-        return Mem(self.b.table(label, 8, limbs, comment=comment), 0, BITS // 8)
+        return Mem(self.b.table(label, 8, limbs, comment=comment, align=BITS // 8), 0, BITS // 8)
 
     def limb_mask(self, first: int, last: int) -> Mem:
         """Ones in limbs first..last-1."""
