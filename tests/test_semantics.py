@@ -273,7 +273,8 @@ def test_the_verifier_carries_intervals_through_an_undecided_mask():
 def test_the_evex_rows_are_no_shipped_isas_choice():
     evex_only = {name for name, op in OPS.items() if op.forms and all(f.encoding is EVEX for f in op.forms)}
     assert evex_only == {"vpternlogd", "vpternlogq", "vpmadd52luq", "vpmadd52huq", "vpcmpgtq_k", "vpaddq_evex",
-                         "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero", "vshufi64x2"}
+                         "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero", "vshufi64x2",
+                         "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq"}
     for isa in ISAS.values():
         for generic, bits in {(op.generic, op.elem or 0) for op in OPS.values() if op.generic}:
             assert not evex_only & set(isa.candidates(generic, bits)), (isa.name, generic, bits)

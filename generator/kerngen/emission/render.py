@@ -135,7 +135,7 @@ def _tables(bundle: Bundle) -> list[dict]:
     out = []
     for t in sorted(tables.values(), key=lambda t: t.label):
         directive, rows = _table_rows(t.values, t.elem_bytes)
-        out.append({"label": t.label, "directive": directive, "rows": rows, "comment": t.comment})
+        out.append({"label": t.label, "directive": directive, "rows": rows, "comment": t.comment, "align": t.align})
     return out
 
 
@@ -209,9 +209,11 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
     files_ = {}
     objects = [_object(b) for b in bundles]
     for b, obj in zip(bundles, objects):
+        tables = _tables(b)
+        rodata = b.target.fmt.rodata.format(align=max([32] + [t["align"] for t in tables]))
         files_[obj["file"]] = _ENV.get_template("asm.j2").render(
             **common, abi=b.target.abi, fmt=b.target.fmt, visibility=b.target.visibility, param_lines=params_lines,
-            notes=primary.notes, tables=_tables(b), functions=[_function_context(fn) for fn in b.functions])
+            notes=primary.notes, rodata=rodata, tables=tables, functions=[_function_context(fn) for fn in b.functions])
     guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in primary.name.upper()) + "_H"
     unit = dispatch(primary)
     platforms = {b.target.platform.name: b.target.platform for b in bundles}

@@ -32,7 +32,7 @@ def cpu_flags() -> set[str]:
     return {_CPUINFO_ALIASES.get(f, f) for f in line.split(":", 1)[-1].split()}
 
 
-_CPUINFO_ALIASES = {"pni": "sse3"}  # /proc/cpuinfo's names that differ from the extensions' own
+_CPUINFO_ALIASES = {"pni": "sse3", "avx512_vbmi2": "avx512vbmi2"}  # /proc/cpuinfo's names that differ from the extensions' own
 
 
 def abi_capabilities(workdir: Path) -> AbiCapabilities:

@@ -269,12 +269,15 @@ class Builder:
         self.emit(op, dst, *sources, comment=comment, idiom=idiom)
         return dst
 
-    def table(self, label: str, elem_bytes: int, values: tuple[int, ...] | list[int], comment: str = "") -> TableBase:
+    def table(self, label: str, elem_bytes: int, values: tuple[int, ...] | list[int], comment: str = "",
+              align: int = 32) -> TableBase:
+        """A constant table; `align`: its address's alignment (64 where whole zmm registers are loaded
+        from it, so that no load splits across cache lines)."""
         values = tuple(values)
         old = self.tables.get(label)
         if old is not None and old.values != values:
             raise ValueError(f"table {label} defined twice with different contents")
-        self.tables[label] = Table(label, elem_bytes, values, comment=comment)
+        self.tables[label] = Table(label, elem_bytes, values, align, comment)
         return TableBase(label)
 
     def new_group(self) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 class ObjectFormat:
     name: str  # NASM's -f value
     symbol_prefix: str  # prepended to every exported symbol (Mach-O: "_")
-    rodata: str  # section directive for constant tables
+    rodata: str  # section directive for constant tables, `{align}` their alignment
     text: str  # section directive for code
     typed_symbols: bool  # ELF: `global f:function (size)`, so tools see sizes
     gnu_stack_note: bool  # ELF: mark the stack non-executable
@@ -28,10 +28,10 @@ class ObjectFormat:
     hidden: str | None = None
 
 
-ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True, cet=True,
+ELF64 = ObjectFormat("elf64", "", "section .rodata align={align}", "section .text", True, True, cet=True,
                      hidden="hidden")
-COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False, True)
+COFF64 = ObjectFormat("win64", "", "section .rdata rdata align={align}", "section .text", False, False, True)
 # NASM puts .rodata in __TEXT,__const (read-only data that needs no relocation) and .text in __TEXT,__text
-MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False,
+MACHO64 = ObjectFormat("macho64", "_", "section .rodata align={align}", "section .text", False, False,
                        hidden="private_extern")
 

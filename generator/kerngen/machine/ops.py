@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import product
 
 from .encoding import EVEX, LEGACY, VEX, Encoding, Form
 
@@ -224,8 +225,37 @@ def _ternary(a, b, c, table: int):
     return out
 
 
+def _shift_right_pair(a, b, r, w):
+    """The low w bits of (b : a) shifted right by r (ints and numpy arrays)."""
+    r %= w
+    return unsigned(a, w) >> r | (b << (w - r) if r else 0)
+
+
+# vpshrdq (VBMI2): a right shift of a whose vacated top bits come from the bottom of b
+SHIFT_RIGHT_PAIR = Arith(lambda s, w: _shift_right_pair(*s, w),
+                         lambda z3, s, w: z3.LShR(s[0], s[2] % w) | (s[1] << (w - s[2] % w) if s[2] % w else 0))
+
 # vpternlogd/q: any bitwise function of three sources, its truth table the immediate
 TERNARY = Arith(lambda s, w: _ternary(*s), lambda z3, s, w: _ternary(*s))
+
+
+def ternary_is_linear(table: int, fixed: tuple[bool, bool, bool]) -> bool:
+    """Whether the truth table, for every value of the bits of the `fixed`
+    sources (constants), is a GF(2)-linear function of the other sources'
+    bits: their xor where some bits are masks, say, but not their and."""
+    free = [k for k in range(3) if not fixed[k]]
+    for const in product(*((0, 1) if fixed[k] else (0,) for k in range(3))):
+        def f(bits: dict[int, int]) -> int:
+            m = sum((bits.get(k, const[k])) << (2 - k) for k in range(3))
+            return table >> m & 1
+        for assign in product((0, 1), repeat=len(free)):
+            one_by_one = 0
+            for k, bit in zip(free, assign):
+                if bit:
+                    one_by_one ^= f({k: 1, **{j: 0 for j in free if j != k}})
+            if f(dict(zip(free, assign))) != one_by_one:
+                return False
+    return True
 
 _LOW52 = (1 << 52) - 1
 _LOW26 = (1 << 26) - 1
@@ -610,6 +640,11 @@ def _gpr(mnemonic: str, *extensions: str, encoding: Encoding = LEGACY) -> tuple[
 
 
 _MOVE = dict(avx256="AVX")
+
+
+def _evex_elementwise(mnemonic: str, elem: int) -> tuple[Form, ...]:
+    """The EVEX forms of an element-wise operation (on 16-bit elements they need AVX512BW)."""
+    return _evex(mnemonic, *(("AVX512BW",) if elem == 16 else ()))
 _YMM = (256,)  # whole 128-bit halves moved: no xmm form
 _XMM = (128,)  # a part of an xmm register: no ymm form
 
@@ -748,6 +783,8 @@ _row("vpmadd52luq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52luq", "AVX512IFMA"), 
      arith=MADD52LO, commutative=True)
 _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), elem=64, generic="madd52hi",
      arith=MADD52HI, commutative=True)
+_row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512VBMI2"), elem=64, generic="shift_right_pair",
+     arith=SHIFT_RIGHT_PAIR)
 _row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
 _row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
 for _name in ("vpaddq_evex", "vpmadd52luq"):
@@ -756,10 +793,9 @@ for _name in ("vpaddq_evex", "vpmadd52luq"):
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
-    if _w != 64:
-        _row(f"vpsra{_s}", _SHIFT, "alu", _forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX")
-             + _evex_elementwise(f"vpsra{_s}", _w), elem=_w, generic="sra",
-             arith=SRA)
+    # 64-bit elements: EVEX alone
+    _row(f"vpsra{_s}", _SHIFT, "alu", (_forms(f"vpsra{_s}", f"psra{_s}", "SSE2", "AVX") if _w != 64 else ())
+         + _evex_elementwise(f"vpsra{_s}", _w), elem=_w, generic="sra", arith=SRA)
     _row(f"vpsrl{_s}", _SHIFT, "alu", _forms(f"vpsrl{_s}", f"psrl{_s}", "SSE2", "AVX") + _evex_elementwise(f"vpsrl{_s}", _w),
          elem=_w, generic="srl",
          arith=SRL, move=Move(8, _element_shift(_w, left=False)))
@@ -800,10 +836,10 @@ for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
     _row(f"vpunpckh{_s}", _VEX3, "shuffle", _forms(f"vpunpckh{_s}", f"punpckh{_s}", "SSE2", "AVX")
          + _evex_elementwise(f"vpunpckh{_s}", _w), elem=_w,
          generic="interleave_high", move=Move(_w, _unpack(high=True)))
-_row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM),
-     move=Move(128, _extract))
-_row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM),
-     move=Move(128, _insert128))
+_row("vextracti128", _SHIFT, "shuffle", _vex("vextracti128", "AVX2", widths=_YMM)
+     + _evex("vextracti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _extract))
+_row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM)
+     + _evex("vinserti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _insert128))
 _row("vpclmulqdq", _VEX3I, "clmul",
      _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX")
      + _evex("vpclmulqdq", "VPCLMULQDQ"), blocks=Blocks(128, 64, _carryless))

@@ -37,7 +37,7 @@ from typing import NoReturn
 from ..errors import VerifyError
 from ..ir.instr import LANED, ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
-from ..machine.ops import Arith, lane_range, lane_value, spec
+from ..machine.ops import Arith, lane_range, lane_value, spec, ternary_is_linear
 from ..machine.registers import VECTOR
 from ..ir.stream import executed
 from ..emission.printer import instr_text
@@ -255,9 +255,11 @@ class _Machine:
             if a.vid == b.vid and imm in (0x00, 0x11):  # a square: GF(2)-linear
                 return a.form
             return product(a.form, b.form)
+        if g == "ternary" and ternary_is_linear(ins.operands[-1].value, tuple(consts)):
+            return union(*(f for f, c in zip(forms, consts) if not c))
         if g == "cmpgt" and sources[0].constant is not None and not any(sources[0].constant):
             return sources[1].form  # 0 > x: the sign bit spread over the element
-        if s.move is not None or g in ("sll", "srl") or ins.op in ("shl", "shr"):
+        if s.move is not None or g in ("sll", "srl", "sra", "shift_right_pair") or ins.op in ("shl", "shr"):
             return union(*forms)
         return None
 

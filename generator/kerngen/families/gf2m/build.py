@@ -57,7 +57,10 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
           "prefix": params.prefix}
     notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits", *_plan_lines(f),
              "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
-             "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)")
+             "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)",
+             *(("512-bit kernels multiply one element in one zmm register: four vpclmulqdq and a one-pass "
+                "reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512VBMI2, VPCLMULQDQ)",)
+               if any(f.whole for f in (Field(params, t, cfg) for t in params.targets)) else ()))
     return Bundle(params.name, params, params.target, f"GF(2^{m}) arithmetic, f = {poly_s}", pm, tuple(functions),
                   notes)
 
@@ -164,7 +167,7 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
                  f"Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all {degree}",
                  "out may be the same buffer as st (all inputs are read before out is written)")
     specs.append(KernelSpec("gf2m_ladder_step", "ladder_step", f.k_ladder_step, step_args, step_summary, step_text))
-    if f.wide:
+    if f.two_lanes:
         specs.append(KernelSpec("gf2m_ladder_step", "ladder_step2", f.k_ladder_step2, step_args,
                                 step_summary + " (two operations per ymm lane pair; needs VPCLMULQDQ)", step_text))
     chain = itoh_tsujii_chain(m)

@@ -15,11 +15,16 @@ from collections import defaultdict
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from .msqr import msqr_map
 from .mul import MulConfig, default_config, multiply, square
+from ...machine.ops import spec
 from ...machine.target import Target
 from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
+from . import zmm
+
+
+TWO_LANE_ROWS = ("vinserti128", "vperm2i128", "vextracti128")
 
 
 class Field:
@@ -31,7 +36,13 @@ class Field:
         self.cfg = cfg or default_config(p.m)
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
-        self.wide = target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
+        self.isa = target.isa
+        # 256-bit registers: the map; the two-lane step where the ISA encodes its rows (AVX-512's EVEX
+        # has no vperm2i128)
+        self.wide = target.isa.vector_bits >= 256
+        self.two_lanes = self.wide and all(spec(op).encoded_in(target.isa.encoding) for op in TWO_LANE_ROWS)
+        # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
+        self.whole = zmm.WHOLE if target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan) else frozenset()
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))
@@ -69,17 +80,25 @@ class Field:
     # -- kernel bodies
 
     def k_mul(self, v):
+        if "mul" in self.whole:
+            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b), self.n)
 
     def k_sqr(self, v):
+        if "sqr" in self.whole:
+            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
+        if "mul_lazy" in self.whole:
+            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
+        if "sqr_lazy" in self.whole:
+            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 
     def k_freeze(self, v):
@@ -111,7 +130,7 @@ class Field:
         if self.uses_map(k):
             # the map's columns are the reduced monomials: a lazy input is
             # frozen first (one short fold against a column per extra bit)
-            return msqr_map(v, self.plan, self.freeze(v, x) if lazy else x, k)
+            return msqr_map(v, self.plan, self.freeze(v, x) if lazy else x, k, self.isa)
         for _ in range(k):
             x = self.sqrmod(v, x, lazy)
         return x

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ...ir.instr import Imm, Mem, VReg
+from ...machine.isa import Isa
 from .plan import FieldPlan, msqr_columns
 from .vec import Pairs
 
 
-def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int) -> list[VReg]:
+def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int, isa: Isa) -> list[VReg]:
     """a^(2^k) mod f as the product of a precomputed GF(2) matrix with a.
 
     Constant time without table lookups: the matrix is applied column by
@@ -18,7 +19,10 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int) -> list[VReg]
     stored pre-rotated: accumulator s holds, in lane l, output limb
     (l + s) mod 4 of the selected columns, and one `vpermq` per accumulator
     puts the limbs in place at the end. Per bit: 2 + 2 * 4 * (output chunks)
-    instructions for up to 4 * (input chunks) columns.
+    instructions for up to 4 * (input chunks) columns. Where the ISA has no
+    blend of dwords and no comparison into a vector (AVX-512's EVEX forms),
+    the chunks are the pairs inserted into halves and the sign bit is spread
+    by `vpsraq`.
     """
     b = v.b
     m, n = plan.m, plan.limbs
@@ -29,17 +33,25 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int) -> list[VReg]
     def zero():
         return b.op("load", Mem(z256, 0, 32), bits=256)
 
-    lanes = []
-    for l in range(n):
-        p = pairs[l // 2]
-        lanes.append(b.op("vpbroadcastq_x", p if l % 2 == 0 else v.down64(p), bits=256))
     xs = []
-    for c in range(nc):
-        x = lanes[4 * c]
-        for j in range(1, 4):
-            src = lanes[4 * c + j] if 4 * c + j < n else zero()
-            x = b.op("vpblendd", x, src, Imm(0x3 << (2 * j)), bits=256)
-        xs.append(x)
+    if isa.has("blend", 32):
+        lanes = []
+        for l in range(n):
+            p = pairs[l // 2]
+            lanes.append(b.op("vpbroadcastq_x", p if l % 2 == 0 else v.down64(p), bits=256))
+        for c in range(nc):
+            x = lanes[4 * c]
+            for j in range(1, 4):
+                src = lanes[4 * c + j] if 4 * c + j < n else zero()
+                x = b.op("vpblendd", x, src, Imm(0x3 << (2 * j)), bits=256)
+            xs.append(x)
+    else:
+        for c in range(nc):
+            x = zero()
+            for h in range(2):
+                if 2 * c + h < len(pairs):
+                    x = b.op("vinserti128", x, pairs[2 * c + h], Imm(h), bits=256)
+            xs.append(x)
     values: list[int] = []
     plan_ops = []  # (c, bit, [(d, s, offset)])
     for c in range(nc):
@@ -65,7 +77,8 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int) -> list[VReg]
     acc: dict[tuple[int, int], VReg] = {}
     for c, bit, uses in plan_ops:
         sh = b.op("vpsllq", xs[c], Imm(63 - bit), bits=256) if bit != 63 else xs[c]
-        mask = b.op("vpcmpgtq", zero_m, sh, bits=256)
+        mask = (b.op("vpcmpgtq", zero_m, sh, bits=256) if isa.has("cmpgt", 64)
+                else b.op("vpsraq", sh, Imm(63), bits=256))
         for d, s, off in uses:
             t = b.op("vpand", mask, Mem(tab, off, 32), bits=256)
             acc[(d, s)] = b.op("vpxor", acc[(d, s)], t, bits=256) if (d, s) in acc else t

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
-from ...machine.isa import AVX2, SSE
+from ...machine.isa import AVX2, AVX512, SSE
 from ...machine.target import Target
 from .gf2x import is_irreducible, poly_text
 
-ISAS = (AVX2.name, SSE.name)
+ISAS = (AVX2.name, SSE.name, AVX512.name)  # the first is the default
 LIMB_BITS = 64
 KEYS = COMMON_KEYS | {"m", "poly"}
 # the kinds of the family's functions (each a manifest entry's `kind`)
